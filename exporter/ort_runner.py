@@ -1,0 +1,89 @@
+"""Running an ONNX model in ONNX Runtime with a model's example inputs."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from torch.utils import _pytree
+
+_PROTOBUF_LIMIT = 2**31 - 1
+
+
+def create_session(model: onnx.ModelProto) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # fatal only: failures are reported as diagnostics instead
+    if model.ByteSize() < _PROTOBUF_LIMIT:
+        return ort.InferenceSession(model.SerializeToString(), options,
+                                    providers=["CPUExecutionProvider"])
+    with tempfile.TemporaryDirectory(prefix="onnxlens-") as directory:
+        path = Path(directory) / "model.onnx"
+        onnx.save_model(model, path, save_as_external_data=True, location="model.onnx.data")
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def flat_inputs(args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+    """Inputs in the order of the ONNX graph inputs (as torch.onnx flattens them)."""
+    leaves, _ = _pytree.tree_flatten((args, kwargs))
+    flat = []
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        if isinstance(leaf, torch.Tensor) and leaf.is_complex():
+            leaf = torch.view_as_real(leaf.resolve_conj())
+        flat.append(leaf)
+    return flat
+
+
+def flat_outputs(outputs: Any) -> list[Any]:
+    leaves, _ = _pytree.tree_flatten(outputs)
+    return [leaf for leaf in leaves if leaf is not None]
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu()
+        if tensor.dtype == torch.bfloat16:
+            tensor = tensor.float()
+        return tensor.numpy()
+    return np.asarray(value)
+
+
+def feed(session: ort.InferenceSession, inputs: list[Any]) -> dict[str, np.ndarray]:
+    names = [value.name for value in session.get_inputs()]
+    tensors = [value for value in inputs if isinstance(value, torch.Tensor)]
+    if len(tensors) != len(names):
+        raise ValueError(f"the ONNX model takes {len(names)} inputs but the example inputs "
+                         f"flatten to {len(tensors)} tensors")
+    return {name: to_numpy(tensor) for name, tensor in zip(names, tensors)}
+
+
+def run(session: ort.InferenceSession, inputs: list[Any]) -> list[np.ndarray]:
+    options = ort.RunOptions()
+    options.log_severity_level = 4
+    return session.run(None, feed(session, inputs), options)
+
+
+def latency(session: ort.InferenceSession, inputs: list[Any], repeat: int) -> dict[str, float]:
+    """Latency percentiles in milliseconds over ``repeat`` runs (after one warm-up run)."""
+    feeds = feed(session, inputs)
+    session.run(None, feeds)
+    samples = []
+    for _ in range(max(repeat, 1)):
+        start = time.perf_counter()
+        session.run(None, feeds)
+        samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+
+    def percentile(fraction: float) -> float:
+        return samples[min(len(samples) - 1, round(fraction * (len(samples) - 1)))]
+
+    return {"runs": len(samples), "p50_ms": percentile(0.5), "p90_ms": percentile(0.9),
+            "mean_ms": statistics.fmean(samples), "min_ms": samples[0]}

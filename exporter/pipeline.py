@@ -1,0 +1,108 @@
+"""Run the stages of DESIGN §3 for one target. No stage raises past this module."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from io import StringIO
+
+from exporter.context import CheckContext
+from exporter.diagnostics import merge_duplicates, sort_key
+from exporter.result import StageState, StageStatus, TargetResult
+from exporter.stages import capture, dynamic, load, numerics, runtime, translate, validate
+from exporter.stages.base import StageFailed, StageSkipped
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[CheckContext], None]
+    # Returns why the stage cannot run, or "" when it can.
+    blocked: Callable[[CheckContext], str]
+
+
+def _needs(attribute: str, reason: str) -> Callable[[CheckContext], str]:
+    return lambda ctx: "" if getattr(ctx, attribute) is not None else reason
+
+
+def _needs_weights(attribute: str, reason: str) -> Callable[[CheckContext], str]:
+    def blocked(ctx: CheckContext) -> str:
+        if ctx.weightless:
+            return 'weights="none": this stage needs real weights'
+        if ctx.invalid_model:
+            return "the ONNX model is invalid (see the validate stage)"
+        return _needs(attribute, reason)(ctx)
+
+    return blocked
+
+
+STAGES = (
+    Stage("load", load.run, lambda ctx: ""),
+    Stage("capture", capture.run, _needs("model", "the target could not be loaded")),
+    Stage("translate", translate.run, _needs("exported_program", "capture failed")),
+    Stage("validate", validate.run, _needs("model_proto", "translation failed")),
+    Stage("runtime", runtime.run, _needs_weights("model_proto", "translation failed")),
+    Stage("numerics", numerics.run, _needs_weights("ort_outputs", "ONNX Runtime did not run")),
+    Stage("dynamic", dynamic.run, _needs_weights("ort_outputs", "ONNX Runtime did not run")),
+)
+
+
+def run_pipeline(ctx: CheckContext) -> TargetResult:
+    result = TargetResult(ctx.target.name, ctx.target.path, ctx.target.definition)
+    for stage in STAGES:
+        result.stages.append(_run_stage(stage, ctx))
+    result.diagnostics = sorted(merge_duplicates(ctx.diagnostics), key=sort_key)
+    result.summary = dict(ctx.summary)
+    return result
+
+
+def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
+    reason = stage.blocked(ctx)
+    if reason:
+        return StageStatus(stage.name, StageState.SKIPPED, 0.0, reason)
+    before = len(ctx.diagnostics)
+    started = time.perf_counter()
+    state, reason = StageState.PASSED, ""
+    try:
+        with _quiet():
+            stage.run(ctx)
+    except StageFailed:
+        state = StageState.FAILED
+    except StageSkipped as skipped:
+        state, reason = StageState.SKIPPED, str(skipped)
+    except Exception as error:
+        logging.getLogger(__name__).debug("stage %s crashed", stage.name, exc_info=True)
+        summary = traceback.format_exception_only(type(error), error)[-1].strip()
+        ctx.report("ONNX999", f"onnxlens failed in the {stage.name} stage: {summary}")
+        state = StageState.FAILED
+    new = ctx.diagnostics[before:]
+    if state == StageState.PASSED and any(d.severity == "error" for d in new):
+        state = StageState.FAILED
+    return StageStatus(stage.name, state, time.perf_counter() - started, reason)
+
+
+class _quiet:
+    """Keep torch's warnings and prints (torch.export prints graphs to stderr on failure)
+    out of our output; what they said goes to the debug log."""
+
+    def __enter__(self) -> None:
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.simplefilter("ignore")
+        self._buffer = StringIO()
+        self._stdout = redirect_stdout(self._buffer)
+        self._stderr = redirect_stderr(self._buffer)
+        self._stdout.__enter__()
+        self._stderr.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stderr.__exit__(*exc)
+        self._stdout.__exit__(*exc)
+        self._warnings.__exit__(*exc)
+        if self._buffer.getvalue():
+            logging.getLogger(__name__).debug("output of the stage:\n%s", self._buffer.getvalue())

@@ -1,0 +1,87 @@
+"""A session keeps what is expensive to build (the torchlib registry, imports) so that a
+second check in the same process pays only for the export itself."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from exporter.context import CheckContext, Settings
+from exporter.result import CheckResult, TargetResult
+from exporter.sourcetext import read_source
+from exporter.targets import Discovery, Target, discover
+from exporter.user_modules import isolated_import_path
+
+
+def _quiet_torch_logs() -> None:
+    """torch logs graph dumps and tracebacks to stderr while exporting; we report instead.
+
+    Only the stream handlers are silenced: draft export collects its findings through
+    torch's (structured) loggers, so their levels must stay as they are.
+    """
+    for name in ["", *logging.root.manager.loggerDict]:
+        if name and not name.startswith(("torch", "onnxscript", "onnx_ir")):
+            continue
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, logging.StreamHandler) and not isinstance(
+                handler, logging.FileHandler
+            ):
+                handler.setLevel(logging.CRITICAL)
+
+
+class ExportSession:
+    """Checks targets; reuse one session for many checks."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        import torch  # noqa: F401 - imported once, here, for every later check
+
+        _quiet_torch_logs()
+
+        from exporter import _torch_private
+
+        self._private = _torch_private
+        self.settings = settings or Settings()
+        self._registries: dict[int | None, Any] = {}
+
+    def warm_up(self) -> None:
+        """Build the default registry before the first check asks for it."""
+        self.registry(self.settings.opset, None)
+
+    def registry(self, opset: int | None, table: dict[Callable, Callable] | None) -> Any:
+        if opset not in self._registries:
+            self._registries[opset] = self._private.build_registry(opset)
+        base = self._registries[opset]
+        return self._private.registry_with(base, table) if table else base
+
+    def discover(self, path: Path, source: str | None = None) -> Discovery:
+        return discover(path, read_source(path) if source is None else source)
+
+    def check_target(self, target: Target, workspace: Path) -> TargetResult:
+        from exporter.pipeline import run_pipeline
+
+        with isolated_import_path(target.path, workspace):
+            context = CheckContext(target, workspace, self, settings=self.settings)
+            return run_pipeline(context)
+
+    def check_file(self, path: Path, workspace: Path | None = None,
+                   names: Iterable[str] | None = None) -> CheckResult:
+        path = path.resolve()
+        workspace = (workspace or path.parent).resolve()
+        result = CheckResult(files=[path])
+        try:
+            found = self.discover(path)
+        except (OSError, UnicodeDecodeError, SyntaxError) as error:
+            from exporter.diagnostics import Diagnostic, Location, Range
+
+            result.file_diagnostics.append(Diagnostic(
+                "ONNX002", f"The file cannot be read: {error}",
+                Location(path, Range.of(1, 1, 1, 2)), target=""))
+            return result
+        result.file_diagnostics.extend(found.diagnostics)
+        wanted = set(names) if names is not None else None
+        for target in found.targets:
+            if wanted is None or target.name in wanted:
+                result.targets.append(self.check_target(target, workspace))
+        return result

@@ -1,0 +1,199 @@
+"""Map stack traces (FX node metadata, ONNX node metadata, exceptions, draft-export reports)
+back to the user's source: the innermost workspace frame is the primary location, the outer
+workspace frames become the call chain, and the range is narrowed to the expression."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sysconfig
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from exporter.diagnostics import Location, Range, Related
+from exporter.sourcetext import char_column, node_range, source_lines, whole_line_range
+
+_FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+
+# Aten op names whose Python spelling is an operator rather than a call.
+_OPERATOR_NODES: dict[str, tuple[type, ...]] = {
+    "add": (ast.Add,), "sub": (ast.Sub,), "rsub": (ast.Sub,), "mul": (ast.Mult,),
+    "div": (ast.Div, ast.FloorDiv), "floor_divide": (ast.FloorDiv,), "remainder": (ast.Mod,),
+    "matmul": (ast.MatMult,), "mm": (ast.MatMult,), "bmm": (ast.MatMult,),
+    "pow": (ast.Pow,), "bitwise_and": (ast.BitAnd,), "bitwise_or": (ast.BitOr,),
+    "bitwise_xor": (ast.BitXor,), "neg": (ast.USub,),
+}
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: Path
+    line: int
+    function: str = ""
+    column: int | None = None  # 0-based byte offset, when the traceback has one
+    end_column: int | None = None
+
+
+def parse_stack_trace(text: str | None) -> list[Frame]:
+    """Parse ``File "x.py", line 3, in f`` frames, outermost first."""
+    frames: list[Frame] = []
+    for raw in (text or "").splitlines():
+        match = _FRAME_LINE.match(raw)
+        if match:
+            frames.append(Frame(Path(match["path"]), int(match["line"]), match["func"] or ""))
+    return frames
+
+
+def exception_frames(error: BaseException) -> list[Frame]:
+    """Frames of an exception's traceback, outermost first, with columns where known."""
+    frames = []
+    for summary in traceback.extract_tb(error.__traceback__):
+        frames.append(Frame(
+            Path(summary.filename), summary.lineno or 0, summary.name,
+            getattr(summary, "colno", None), getattr(summary, "end_colno", None),
+        ))
+    return frames
+
+
+@lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    roots = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.add(str(Path(__file__).resolve().parent))
+    return tuple(sorted(roots))
+
+
+def is_library_path(path: Path) -> bool:
+    """Installed packages, the standard library, and onnxlens itself."""
+    if "site-packages" in path.parts or "dist-packages" in path.parts:
+        return True
+    text = str(path)
+    return any(text.startswith(root + "/") for root in _library_roots())
+
+
+def is_user_frame(path: Path, workspace: Path) -> bool:
+    """True for files inside the workspace that are not installed libraries or onnxlens."""
+    if not path.is_absolute() or str(path).startswith("<") or is_library_path(path):
+        return False
+    try:
+        path.resolve().relative_to(workspace.resolve())
+    except ValueError:
+        return False
+    return path.is_file()
+
+
+@dataclass(frozen=True)
+class Mapped:
+    location: Location
+    related: tuple[Related, ...]
+
+
+def map_frames(
+    frames: Iterable[Frame], workspace: Path, *, hint: str | None = None
+) -> Mapped | None:
+    """Primary location = innermost user frame; related = the outer user frames."""
+    user = [frame for frame in frames if is_user_frame(frame.path, workspace)]
+    if not user:
+        return None
+    innermost = user[-1]
+    location = Location(innermost.path, frame_range(innermost, hint))
+    related = tuple(
+        Related(Location(frame.path, frame_range(frame, None)),
+                f"called from `{frame.function}`" if frame.function else "called from here")
+        for frame in reversed(user[:-1])
+    )
+    return Mapped(location, related)
+
+
+def frame_range(frame: Frame, hint: str | None) -> Range:
+    """Narrow a frame's line to the expression most likely meant."""
+    lines = source_lines(frame.path)
+    if not 0 < frame.line <= len(lines):
+        return Range.of(max(frame.line, 1), 1, max(frame.line, 1), 2)
+    text = lines[frame.line - 1]
+    has_columns = frame.column is not None and frame.end_column is not None
+    if has_columns and frame.end_column > frame.column:  # type: ignore[operator]
+        start = char_column(text, frame.column)
+        end = char_column(text, frame.end_column)
+        if text[start:end].strip():
+            return Range.of(frame.line, start + 1, frame.line, end + 1)
+    narrowed = _narrow_by_ast(frame.path, frame.line, hint)
+    return narrowed or whole_line_range(frame.path, frame.line)
+
+
+def _narrow_by_ast(path: Path, line: int, hint: str | None) -> Range | None:
+    statement = _statement_at(path, line)
+    if statement is None:
+        return None
+    lines = source_lines(path)
+    focus = _statement_focus(statement)
+    candidates = [node for node in ast.walk(focus) if getattr(node, "lineno", None) == line]
+    if hint:
+        chosen = _match_hint(candidates, hint)
+        if chosen is not None:
+            return node_range(chosen, lines)
+    calls = [node for node in candidates if isinstance(node, ast.Call)]
+    if len(calls) == 1:
+        return node_range(calls[0], lines)
+    if getattr(focus, "lineno", None) == line and getattr(focus, "end_lineno", None) == line:
+        return node_range(focus, lines)
+    return None
+
+
+def _statement_focus(statement: ast.stmt) -> ast.AST:
+    if isinstance(statement, (ast.If, ast.While)):
+        return statement.test
+    if isinstance(statement, (ast.For, ast.AsyncFor)):
+        return statement.iter
+    if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
+        return statement.value or statement
+    return statement
+
+
+def _match_hint(nodes: list[ast.AST], hint: str) -> ast.AST | None:
+    """Pick the call or operator whose spelling matches an aten op name like ``special_i0``."""
+    op = hint.split("::")[-1].split(".")
+    base = op[1] if len(op) > 1 and op[0] in ("aten", "prims") else op[0]
+    base = base.lstrip("_").lower()
+    operator_types = _OPERATOR_NODES.get(base.rstrip("_"), ())
+    best: ast.AST | None = None
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else (
+                node.func.id if isinstance(node.func, ast.Name) else "")
+            callee = callee.lstrip("_").lower()
+            matches = callee and (callee == base or base.endswith("_" + callee) or
+                                  callee.endswith("_" + base) or base.startswith(callee + "_"))
+            if matches and (best is None or _width(node) < _width(best)):
+                best = node
+        elif (operator_types and isinstance(node, (ast.BinOp, ast.UnaryOp, ast.AugAssign))
+              and isinstance(node.op, operator_types) and best is None):
+            best = node
+    return best
+
+
+def _width(node: ast.AST) -> int:
+    return (node.end_col_offset or 0) - node.col_offset  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=64)
+def _parsed(lines: tuple[str, ...]) -> ast.Module | None:
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def _statement_at(path: Path, line: int) -> ast.stmt | None:
+    tree = _parsed(source_lines(path))
+    if tree is None:
+        return None
+    best: ast.stmt | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            simple = not hasattr(node, "body") or node.lineno == line
+            if simple and (best is None or node.lineno >= best.lineno):
+                best = node
+    return best

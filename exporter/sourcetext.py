@@ -1,0 +1,62 @@
+"""Reading user source text and turning ``ast`` offsets into character columns."""
+
+from __future__ import annotations
+
+import ast
+import tokenize
+from functools import lru_cache
+from pathlib import Path
+
+from exporter.diagnostics import Range
+
+
+def read_source(path: Path) -> str:
+    """Read a Python file honouring its PEP 263 encoding declaration."""
+    with tokenize.open(path) as handle:
+        return handle.read()
+
+
+@lru_cache(maxsize=256)
+def _cached_lines(path: str, mtime_ns: int) -> tuple[str, ...]:
+    try:
+        return tuple(read_source(Path(path)).splitlines())
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return ()
+
+
+def source_lines(path: Path) -> tuple[str, ...]:
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return ()
+    return _cached_lines(str(path), mtime)
+
+
+def line_text(path: Path, line: int) -> str:
+    lines = source_lines(path)
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def char_column(text: str, byte_offset: int) -> int:
+    """Convert a 0-based UTF-8 byte offset within ``text`` to a 0-based character offset."""
+    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))
+
+
+def node_range(node: ast.AST, lines: tuple[str, ...] | list[str]) -> Range:
+    """The 1-based, end-exclusive character range of an ``ast`` node."""
+    start_line = node.lineno  # type: ignore[attr-defined]
+    end_line = node.end_lineno or start_line  # type: ignore[attr-defined]
+    start_text = lines[start_line - 1] if start_line <= len(lines) else ""
+    end_text = lines[end_line - 1] if end_line <= len(lines) else ""
+    start_col = char_column(start_text, node.col_offset)  # type: ignore[attr-defined]
+    end_offset = node.end_col_offset  # type: ignore[attr-defined]
+    end_col = char_column(end_text, end_offset) if end_offset is not None else len(end_text)
+    return Range.of(start_line, start_col + 1, end_line, end_col + 1)
+
+
+def whole_line_range(path: Path, line: int) -> Range:
+    """The range of a line's text without its indentation."""
+    text = line_text(path, line)
+    indent = len(text) - len(text.lstrip())
+    end = max(len(text.rstrip()), indent) + 1
+    return Range.of(line, indent + 1, line, end)

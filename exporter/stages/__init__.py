@@ -1,0 +1,1 @@
+"""The check pipeline's stages, one module each (DESIGN §3)."""

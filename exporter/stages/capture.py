@@ -1,0 +1,168 @@
+"""Stage 2: capture with ``torch.export`` (non-strict); on failure, a draft export finds every
+capture problem at once, and its graph (unsound where it guessed) feeds the later stages."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from exporter import _torch_private
+from exporter.context import CheckContext
+from exporter.diagnostics import Diagnostic
+from exporter.source_map import Frame, exception_frames
+from exporter.stages.base import StageFailed
+
+# (rule, pattern in "ExceptionType: message") for failures a draft export cannot attribute.
+_EXCEPTION_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("ONNX101", re.compile(r"GuardOnDataDependentSymNode|data-dependent", re.I)),
+    ("ONNX102", re.compile(r"Constraints violated|specialized|marked .* as dynamic", re.I)),
+    ("ONNX104", re.compile(r"pytree|not a supported (input|output)|Unsupported (input|output)|"
+                           r"output .*(type|structure)|register.*pytree", re.I)),
+    ("ONNX103", re.compile(r"numpy|tolist|Unsupported|not supported|data pointer|"
+                           r"Cannot access storage|cannot be traced|__torch_function__", re.I)),
+]
+
+
+def run(ctx: CheckContext) -> None:
+    dynamic_shapes = _torch_private.dynamic_shapes_for_export(ctx.dynamic_shapes)
+    try:
+        ctx.exported_program = torch.export.export(
+            ctx.model, ctx.args, ctx.kwargs, dynamic_shapes=dynamic_shapes, strict=False
+        )
+        return
+    except Exception as error:
+        strict_error = error
+
+    draft, draft_error = _draft_export(ctx, dynamic_shapes)
+    found = _report_draft_failures(ctx, draft._report) if draft is not None else []
+    if not found:
+        _report_exception(ctx, strict_error if draft_error is None else draft_error)
+    if draft is None or not found:
+        raise StageFailed from strict_error
+    ctx.exported_program = draft
+    ctx.draft_only = True
+    for diagnostic in found:
+        ctx.report(
+            "ONNX106",
+            "The graph checked by the later stages was captured by a draft export, which "
+            f"assumed this line behaves as it did for the example inputs ({diagnostic.rule}).",
+            diagnostic.location,
+        )
+
+
+def _draft_export(ctx: CheckContext, dynamic_shapes: Any) -> tuple[Any, Exception | None]:
+    try:
+        program = torch.export.draft_export(
+            ctx.model, ctx.args, ctx.kwargs, dynamic_shapes=dynamic_shapes, strict=False
+        )
+    except Exception as error:
+        return None, error
+    return program, None
+
+
+def _frames(stack: list[dict[str, Any]], files: dict[int, str]) -> list[Frame]:
+    frames = []
+    for entry in stack:
+        filename = files.get(entry.get("filename"), entry.get("filename"))
+        if isinstance(filename, str):
+            frames.append(Frame(Path(filename), int(entry.get("line", 0)), entry.get("name", "")))
+    return frames
+
+
+def _pretty_source(source: str) -> str:
+    """``L['x'].size()[0]`` → ``x.shape[0]``; ``L['args'][0]`` → ``args[0]``."""
+    text = re.sub(r"L\['([^']+)'\]", r"\1", source)
+    text = re.sub(r"\['([A-Za-z_]\w*)'\]", r"['\1']", text)
+    return text.replace(".size()", ".shape")
+
+
+def _report_draft_failures(ctx: CheckContext, report: Any) -> list[Diagnostic]:
+    files = _torch_private.draft_report_files(report)
+    found: list[Diagnostic] = []
+    for failure in report.failures:
+        kind = getattr(failure.failure_type, "name", str(failure.failure_type))
+        data = failure.data if isinstance(failure.data, dict) else {}
+        frames = _frames(data.get("user_stack") or data.get("stack") or [], files)
+        where = ctx.map_frames(frames)
+        if kind == "DATA_DEPENDENT_ERROR":
+            code = (data.get("frame_locals") or {}).get("loc") or "this expression"
+            found.append(ctx.report(
+                "ONNX101",
+                f"`{code.strip()}` depends on the values inside a tensor (`{data.get('expr')}`); "
+                "torch.export cannot decide it while tracing. The draft export assumed "
+                f"`{data.get('result')}`, as for the example inputs.",
+                where,
+            ))
+        elif kind == "GUARD_ADDED":
+            found.append(report_guard(ctx, data, files))
+        else:
+            found.append(ctx.report(
+                "ONNX105", f"Capture problem {kind.lower().replace('_', ' ')}: "
+                f"{data.get('op') or data.get('reason') or ''!s}".rstrip(": "), where))
+    return found
+
+
+def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
+                 prefix: str = "") -> Diagnostic:
+    """ONNX102 at the line where a declared dynamic dimension got specialized."""
+    where = ctx.map_frames(_frames(data.get("user_stack") or data.get("stack") or [], files))
+    sources = data.get("symbol_to_sources") or {}
+    described = ", ".join(f"`{_pretty_source(src)}`" for src in sources.values()) or "a dimension"
+    suggestion = data.get("new_dynamic_shapes")
+    message = (f"{prefix + ' ' if prefix else ''}{described}, declared dynamic, is specialized "
+               f"or constrained here (guard `{data.get('expr')}`): the exported graph would only "
+               "accept the example size.")
+    extra: dict[str, Any] = {}
+    if suggestion is not None:
+        extra["suggested_dynamic_shapes"] = _suggestion_source(suggestion)
+        message += f" Suggested `dynamic_shapes={extra['suggested_dynamic_shapes']}`."
+    return ctx.report("ONNX102", message, where, data=extra)
+
+
+def _suggestion_source(suggestion: Any) -> str:
+    """Render torch's suggested dynamic shapes as pragma source text."""
+
+    def render(value: Any) -> str:
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{render(k)}: {render(v)}" for k, v in value.items()) + "}"
+        if isinstance(value, (list, tuple)):
+            inner = ", ".join(render(v) for v in value)
+            if isinstance(value, tuple):
+                return f"({inner},)" if len(value) == 1 else f"({inner})"
+            return f"[{inner}]"
+        name = type(value).__name__
+        if name == "_DimHint" or "DimHint" in name:
+            hint_type = getattr(value, "type", None)
+            return f"torch.export.Dim.{getattr(hint_type, 'name', 'AUTO')}"
+        if name in ("_Dim", "Dim") or (hasattr(value, "__name__") and "Dim" in repr(type(value))):
+            return f"torch.export.Dim({value.__name__!r})"
+        return repr(value)
+
+    return render(suggestion)
+
+
+def _report_exception(ctx: CheckContext, error: BaseException) -> None:
+    text = f"{type(error).__name__}: {error}"
+    rule = next((rule for rule, pattern in _EXCEPTION_RULES if pattern.search(text)), "ONNX105")
+    where = (ctx.map_frames(exception_frames(error))
+             or ctx.map_frames(_frames_in_message(str(error))))
+    if where is None and rule == "ONNX102":
+        where = ctx.option_location("dynamic_shapes")
+    ctx.report(rule, f"torch.export failed: {_first_lines(error)}", where)
+
+
+def _frames_in_message(message: str) -> list[Frame]:
+    """torch.export quotes the user call that raised: ``File "x.py", line 4, in forward``."""
+    from exporter.source_map import parse_stack_trace
+
+    return parse_stack_trace(message)
+
+
+def _first_lines(error: BaseException, limit: int = 3) -> str:
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.lstrip().startswith(("For more", "For C++"))]
+    text = " ".join(line.strip() for line in useful[:limit])
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -1,0 +1,177 @@
+"""Stage 1: import the module, evaluate the annotation, build the target, run eager forward."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+
+from exporter.context import CheckContext
+from exporter.diagnostics import Location, Range
+from exporter.source_map import exception_frames
+from exporter.stages.base import StageFailed
+from exporter.user_modules import import_file
+
+EVALUATED_KEYS = ("args", "kwargs", "dynamic_shapes", "init", "input_names", "output_names",
+                  "opset", "atol", "rtol", "custom_translation_table")
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+def run(ctx: CheckContext) -> None:
+    _import(ctx)
+    _evaluate_options(ctx)
+    _build(ctx)
+    _eager_forward(ctx)
+
+
+def _import(ctx: CheckContext) -> None:
+    try:
+        ctx.module = import_file(ctx.target.path, ctx.workspace)
+    except SyntaxError as error:
+        ctx.report("ONNX002", f"Importing the module failed: {_describe(error)}",
+                   _syntax_location(ctx, error))
+        raise StageFailed from error
+    except (Exception, SystemExit) as error:
+        ctx.report("ONNX002", f"Importing the module failed: {_describe(error)}",
+                   ctx.map_frames(exception_frames(error)))
+        raise StageFailed from error
+
+
+def _syntax_location(ctx: CheckContext, error: SyntaxError) -> Location | None:
+    if not error.filename or not error.lineno:
+        return None
+    from pathlib import Path
+
+    column = max(error.offset or 1, 1)
+    end = error.end_offset if error.end_offset and error.end_offset > column else column + 1
+    if error.end_lineno and error.end_lineno != error.lineno:
+        end = column + 1
+    return Location(Path(error.filename), Range.of(error.lineno, column, error.lineno, end))
+
+
+def _device_context(ctx: CheckContext) -> contextlib.AbstractContextManager[Any]:
+    return torch.device("meta") if ctx.weightless else contextlib.nullcontext()
+
+
+def _evaluate_options(ctx: CheckContext) -> None:
+    namespace = vars(ctx.module)
+    failed = False
+    for key in EVALUATED_KEYS:
+        option = ctx.target.options.get(key)
+        if option is None:
+            continue
+        try:
+            with _device_context(ctx):
+                ctx.options[key] = eval(compile(option.source, str(ctx.target.path), "eval"),
+                                        namespace)
+        except (Exception, SystemExit) as error:
+            ctx.report("ONNX001", f"Evaluating `{key}={option.source}` raised {_describe(error)}",
+                       Location(ctx.target.path, option.range))
+            failed = True
+    for key in ("name", "weights", "training"):
+        if key in ctx.target.options:
+            ctx.options[key] = ctx.target.literal(key)
+    if failed:
+        raise StageFailed
+    _check_option_types(ctx)
+
+
+def _check_option_types(ctx: CheckContext) -> None:
+    expectations = {
+        "args": (tuple, "a tuple of example inputs, e.g. `args=(torch.randn(2, 8),)`"),
+        "kwargs": (dict, "a dict of keyword example inputs"),
+        "init": (dict, "a dict of constructor keyword arguments"),
+        "custom_translation_table": (dict, "a dict {torch op: onnxscript function}"),
+        "opset": (int, "an int"),
+        "atol": ((int, float), "a number"),
+        "rtol": ((int, float), "a number"),
+    }
+    bad = False
+    for key, (kind, description) in expectations.items():
+        if key in ctx.options and not isinstance(ctx.options[key], kind):
+            value = ctx.options[key]
+            ctx.report("ONNX001", f"`{key}` must be {description}, not {type(value).__name__}.",
+                       ctx.option_location(key))
+            bad = True
+    if bad:
+        raise StageFailed
+
+
+def _build(ctx: CheckContext) -> None:
+    factory = getattr(ctx.module, ctx.target.symbol, None)
+    if factory is None:
+        ctx.report("ONNX003", f"`{ctx.target.symbol}` is not defined after importing the module.")
+        raise StageFailed
+    try:
+        with _device_context(ctx):
+            built = _call_factory(ctx, factory)
+    except StageFailed:
+        raise
+    except (Exception, SystemExit) as error:
+        what = "Constructing" if ctx.target.kind == "class" else "Calling"
+        ctx.report("ONNX003", f"{what} `{ctx.target.symbol}` raised {_describe(error)}",
+                   ctx.map_frames(exception_frames(error)))
+        raise StageFailed from error
+    model, args, kwargs = built
+    if not isinstance(model, torch.nn.Module):
+        ctx.report("ONNX003", f"`{ctx.target.symbol}` gave a {type(model).__name__}, "
+                   "not a torch.nn.Module.")
+        raise StageFailed
+    ctx.model = model.train() if ctx.option("training", False) else model.eval()
+    ctx.args, ctx.kwargs = args, kwargs
+    if "dynamic_shapes" in ctx.options:
+        ctx.dynamic_shapes = ctx.options["dynamic_shapes"]
+    elif ctx.target.exportable_module:
+        ctx.dynamic_shapes = model.dynamic_shapes()
+    for key in ("input_names", "output_names"):
+        if key not in ctx.options and ctx.target.exportable_module:
+            ctx.options[key] = getattr(model, key)()
+    ctx.summary["parameters"] = sum(p.numel() for p in model.parameters())
+
+
+def _call_factory(ctx: CheckContext, factory: Any) -> tuple[Any, tuple, dict[str, Any]]:
+    args = ctx.options.get("args")
+    kwargs = ctx.options.get("kwargs")
+    if ctx.target.kind == "class":
+        model = factory(**ctx.options.get("init", {}))
+    else:
+        produced = factory()
+        model = produced
+        if isinstance(produced, tuple):
+            if not 2 <= len(produced) <= 3:
+                ctx.report("ONNX003", f"`{ctx.target.symbol}()` returned a tuple of "
+                           f"{len(produced)}; return a module, (module, args) or "
+                           "(module, args, kwargs).")
+                raise StageFailed
+            model = produced[0]
+            args = produced[1] if args is None else args
+            if len(produced) == 3 and kwargs is None:
+                kwargs = produced[2]
+    if args is None and ctx.target.exportable_module and isinstance(model, torch.nn.Module):
+        args, kwargs_from_model = model.example_arguments()
+        kwargs = kwargs if kwargs is not None else kwargs_from_model
+    if args is None:
+        ctx.report("ONNX001", f"`{ctx.target.name}` has no example inputs: add "
+                   "`args=(...)` to the pragma (or return (module, args) from the function).",
+                   Location(ctx.target.path, ctx.target.pragma or ctx.target.definition))
+        raise StageFailed
+    if not isinstance(args, tuple):
+        args = tuple(args) if isinstance(args, list) else (args,)
+    return model, args, dict(kwargs or {})
+
+
+def _eager_forward(ctx: CheckContext) -> None:
+    try:
+        with torch.no_grad():
+            ctx.eager_outputs = ctx.model(*ctx.args, **ctx.kwargs)
+    except (Exception, SystemExit) as error:
+        ctx.report("ONNX004", f"The model fails in eager PyTorch with the example inputs: "
+                   f"{_describe(error)}", ctx.map_frames(exception_frames(error)))
+        ctx.model = None  # capture would only fail the same way
+        raise StageFailed from error

@@ -1,0 +1,22 @@
+"""Stage 5: create an ONNX Runtime session and run it on the example inputs."""
+
+from __future__ import annotations
+
+from exporter import ort_runner
+from exporter.context import CheckContext
+from exporter.stages.base import StageFailed
+from exporter.stages.validate import report_at_node
+
+
+def run(ctx: CheckContext) -> None:
+    try:
+        ctx.ort_session = ort_runner.create_session(ctx.model_proto)
+    except Exception as error:
+        report_at_node(ctx, "ONNX401", "ONNX Runtime cannot create a session", str(error))
+        raise StageFailed from error
+    try:
+        ctx.ort_outputs = ort_runner.run(
+            ctx.ort_session, ort_runner.flat_inputs(ctx.args, ctx.kwargs))
+    except Exception as error:
+        report_at_node(ctx, "ONNX402", "ONNX Runtime failed to run the model", str(error))
+        raise StageFailed from error

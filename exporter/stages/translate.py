@@ -1,0 +1,144 @@
+"""Stage 3: translate the captured graph to ONNX. Every operator without a translation is
+reported (not only the first), each at every source line that uses it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import onnx_ir as ir
+
+from exporter import _torch_private
+from exporter.context import CheckContext
+from exporter.onnx_nodes import op_histogram, value_infos
+from exporter.stages.base import StageFailed
+
+_FAILED_NODE = re.compile(r"Error when translating node %(\w+)")
+
+
+def _op_name(target: Any) -> str:
+    return str(getattr(target, "name", lambda: target)() if callable(getattr(target, "name", None))
+               else target)
+
+
+def run(ctx: CheckContext) -> None:
+    registry = ctx.session.registry(ctx.option("opset", ctx.settings.opset),
+                                    ctx.option("custom_translation_table"))
+    if registry is None:
+        _translate_publicly(ctx)
+        return
+    try:
+        decomposed = _torch_private.decompose(ctx.exported_program, registry)
+    except Exception as error:
+        ctx.report("ONNX202", f"Decomposing the graph for ONNX failed: {type(error).__name__}: "
+                   f"{str(error).splitlines()[0] if str(error) else ''}")
+        raise StageFailed from error
+    ctx.decomposed_program = decomposed
+
+    missing = _torch_private.unsupported_nodes(decomposed, registry)
+    for node in missing:
+        op = _op_name(node.target)
+        original = node.meta.get("original_aten")
+        original_name = _op_name(original) if original is not None else op
+        via = f" (it decomposes to `{op}`)" if original_name != op else ""
+        ctx.report(
+            "ONNX201",
+            f"`{original_name}` has no ONNX translation{via}; the export fails here.",
+            ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
+            data={"operator": original_name, "decomposed_operator": op},
+        )
+    if missing:
+        raise StageFailed
+
+    try:
+        ctx.onnx_program = _torch_private.translate(decomposed, registry)
+    except Exception as error:
+        _report_node_error(ctx, error)
+        raise StageFailed from error
+    _rename_io(ctx)
+    _finish(ctx)
+
+
+def _translate_publicly(ctx: CheckContext) -> None:
+    try:
+        ctx.onnx_program = _torch_private.public_export(
+            ctx.exported_program, (), {}, optimize=False,
+            custom_translation_table=ctx.option("custom_translation_table"),
+        )
+    except Exception as error:
+        _report_node_error(ctx, error)
+        raise StageFailed from error
+    _finish(ctx)
+
+
+def _report_node_error(ctx: CheckContext, error: BaseException) -> None:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    node = None
+    for link in chain:
+        match = _FAILED_NODE.search(str(link))
+        if match and ctx.decomposed_program is not None:
+            node = next((n for n in ctx.decomposed_program.graph.nodes if n.name == match[1]), None)
+            if node is not None:
+                break
+    root = chain[-1]
+    reason = f"{type(root).__name__}: {str(root).splitlines()[0] if str(root) else ''}".rstrip(": ")
+    if node is None:
+        ctx.report("ONNX202", f"Translating the graph to ONNX failed: {reason}")
+        return
+    op = _op_name(node.target)
+    ctx.report("ONNX202", f"Translating `{op}` to ONNX failed: {reason}",
+               ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
+               data={"operator": op})
+
+
+def _rename_io(ctx: CheckContext) -> None:
+    graph = ctx.onnx_program.model.graph
+    for key, values in (("input_names", graph.inputs), ("output_names", graph.outputs)):
+        names = ctx.option(key)
+        if not names:
+            continue
+        for value, name in zip(values, names):
+            value.name = str(name)
+
+
+def _finish(ctx: CheckContext) -> None:
+    model = ctx.onnx_program.model
+    ctx.model_proto = weightless_proto(model) if ctx.weightless else ctx.onnx_program.model_proto
+    proto = ctx.model_proto
+    ctx.summary.update(
+        nodes=len(proto.graph.node),
+        opset=next((o.version for o in proto.opset_import if o.domain == ""), None),
+        inputs=value_infos(proto.graph.input[: len(model.graph.inputs)]),
+        outputs=value_infos(proto.graph.output),
+        operators=op_histogram(proto),
+        initializer_bytes=sum(
+            (v.const_value.nbytes if v.const_value is not None else 0)
+            for v in model.graph.initializers.values()
+        ) if not ctx.weightless else None,
+    )
+
+
+def weightless_proto(model: ir.Model) -> Any:
+    """Serialize a model whose initializers have no data (``meta`` weights) by turning
+    them into graph inputs, so the checker and shape inference can still run."""
+    import onnx
+
+    initializers = list(model.graph.initializers.values())
+    saved = [value.const_value for value in initializers]
+    try:
+        for value in initializers:
+            value.const_value = None
+        proto = ir.serde.serialize_model(model)
+    finally:
+        for value, const in zip(initializers, saved):
+            value.const_value = const
+    del proto.graph.initializer[:]
+    for value in initializers:
+        dims = [d if isinstance(d, int) else str(d) for d in (value.shape or [])]
+        proto.graph.input.append(onnx.helper.make_tensor_value_info(
+            value.name, int(value.dtype) if value.dtype is not None else 0, dims))
+    return proto

@@ -1,0 +1,53 @@
+"""Stage 4: ``onnx.checker`` and strict shape inference, mapped to the nodes' source lines."""
+
+from __future__ import annotations
+
+import onnx
+
+from exporter.context import CheckContext
+from exporter.diagnostics import Location
+from exporter.onnx_nodes import STACK_TRACE_KEY, find_nodes, metadata, names_in_message
+from exporter.stages.base import StageFailed
+
+
+def run(ctx: CheckContext) -> None:
+    proto = ctx.model_proto
+    failed = False
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as error:
+        report_at_node(ctx, "ONNX301", "onnx.checker rejected the model", str(error))
+        failed = True
+    try:
+        onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    except onnx.shape_inference.InferenceError as error:
+        report_at_node(ctx, "ONNX302", "ONNX shape inference failed", str(error))
+        failed = True
+    if failed:
+        ctx.invalid_model = True
+        raise StageFailed
+
+
+def report_at_node(
+    ctx: CheckContext, rule: str, headline: str, message: str, fallback: Location | None = None
+) -> None:
+    """Report ``message`` at the source line of every node it names (or at the target)."""
+    proto = ctx.model_proto
+    name, op_type = names_in_message(message)
+    nodes = find_nodes(proto, name, op_type) if proto is not None else []
+    detail = _short(message)
+    reported = False
+    for node in nodes:
+        where = ctx.map_stack_trace(metadata(node).get(STACK_TRACE_KEY), hint=node.op_type)
+        if where is None:
+            continue
+        ctx.report(rule, f"{headline} at ONNX node `{node.name}` ({node.op_type}): {detail}",
+                   where, data={"onnx_node": node.name, "op_type": node.op_type})
+        reported = True
+    if not reported:
+        ctx.report(rule, f"{headline}: {detail}", fallback)
+
+
+def _short(message: str, limit: int = 300) -> str:
+    text = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,83 @@
+"""Import the user's file as their own code would be imported, and forget it afterwards.
+
+The file's directory and the workspace root are importable (as when the user runs their code
+from the project root). Every module the import adds to ``sys.modules`` from the workspace is
+removed again, so the next check sees edited files afresh.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+
+from exporter.source_map import is_library_path
+
+
+def _module_name(path: Path, workspace: Path) -> str:
+    try:
+        relative = path.resolve().relative_to(workspace.resolve()).with_suffix("")
+        parts = [part for part in relative.parts if part.isidentifier()]
+        if len(parts) == len(relative.parts) and all(
+            (workspace / Path(*relative.parts[:i]) / "__init__.py").exists()
+            for i in range(1, len(relative.parts))
+        ):
+            return ".".join(relative.parts)
+    except ValueError:
+        pass
+    stem = path.stem if path.stem.isidentifier() else "user_module"
+    existing = sys.modules.get(stem)
+    if existing is not None and not _is_under(existing, workspace):
+        return f"_onnxlens_user_{stem}"
+    return stem
+
+
+def _is_under(module: ModuleType, root: Path) -> bool:
+    filename = getattr(module, "__file__", None)
+    if not filename or is_library_path(Path(filename)):
+        return False
+    try:
+        Path(filename).resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+@contextmanager
+def isolated_import_path(path: Path, workspace: Path) -> Iterator[None]:
+    """Make the file's directory and the workspace importable; undo on exit."""
+    saved_path = list(sys.path)
+    before = set(sys.modules)
+    for entry in (str(workspace), str(path.parent)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        for name in set(sys.modules) - before:
+            module = sys.modules.get(name)
+            if module is None or _is_under(module, workspace) or name.startswith("_onnxlens_user_"):
+                sys.modules.pop(name, None)
+        for name, module in list(sys.modules.items()):  # snapshot: imports may run
+            if module is not None and _is_under(module, workspace) and name not in before:
+                sys.modules.pop(name, None)
+
+
+def import_file(path: Path, workspace: Path) -> ModuleType:
+    """Execute ``path`` as a module (inside :func:`isolated_import_path`)."""
+    name = _module_name(path, workspace)
+    stale_modules = [key for key, mod in list(sys.modules.items())
+                     if mod is not None and _is_under(mod, workspace)]
+    for stale in stale_modules:
+        sys.modules.pop(stale, None)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
