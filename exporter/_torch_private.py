@@ -82,6 +82,14 @@ def draft_report_files(report: Any) -> dict[int, str]:
     return files
 
 
+def rename_dynamic_axes(onnx_program: Any, dynamic_shapes: Any) -> None:
+    """Give symbolic ONNX dims the user's names (``{0: "batch"}``), as torch.onnx.export does."""
+    if dynamic_shapes is None or not PRIVATE_API:
+        return
+    if _dynamic_shapes.convert_str_to_export_dim(dynamic_shapes)[1]:
+        onnx_program._rename_dynamic_axes(dynamic_shapes)
+
+
 def decompose(program: torch.export.ExportedProgram, registry: Any) -> torch.export.ExportedProgram:
     return _core._prepare_exported_program_for_export(program, registry=registry)
 

@@ -59,11 +59,15 @@ class ExportSession:
         return discover(path, read_source(path) if source is None else source)
 
     def check_target(self, target: Target, workspace: Path) -> TargetResult:
+        return self.run_target(target, workspace)[1]
+
+    def run_target(self, target: Target, workspace: Path) -> tuple[CheckContext, TargetResult]:
+        """Check a target and keep its context (model, ONNX program, session) for save/run."""
         from exporter.pipeline import run_pipeline
 
         with isolated_import_path(target.path, workspace):
             context = CheckContext(target, workspace, self, settings=self.settings)
-            return run_pipeline(context)
+            return context, run_pipeline(context)
 
     def check_file(self, path: Path, workspace: Path | None = None,
                    names: Iterable[str] | None = None) -> CheckResult:

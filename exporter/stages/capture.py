@@ -3,6 +3,7 @@ capture problem at once, and its graph (unsound where it guessed) feeds the late
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,9 @@ import torch
 
 from exporter import _torch_private
 from exporter.context import CheckContext
-from exporter.diagnostics import Diagnostic
+from exporter.diagnostics import Diagnostic, Location
 from exporter.source_map import Frame, exception_frames
+from exporter.sourcetext import node_range, source_lines
 from exporter.stages.base import StageFailed
 
 # (rule, pattern in "ExceptionType: message") for failures a draft export cannot attribute.
@@ -117,8 +119,13 @@ def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
                "accept the example size.")
     extra: dict[str, Any] = {}
     if suggestion is not None:
-        extra["suggested_dynamic_shapes"] = _suggestion_source(suggestion)
-        message += f" Suggested `dynamic_shapes={extra['suggested_dynamic_shapes']}`."
+        source = _suggestion_source(suggestion)
+        extra["suggested_dynamic_shapes"] = source
+        message += f" Suggested `dynamic_shapes={source}`."
+        option = ctx.target.options.get("dynamic_shapes")
+        if option is not None:
+            extra["fix"] = {"title": "Apply the suggested dynamic_shapes",
+                            "path": str(ctx.target.path), "range": option.range, "text": source}
     return ctx.report("ONNX102", message, where, data=extra)
 
 
@@ -151,7 +158,29 @@ def _report_exception(ctx: CheckContext, error: BaseException) -> None:
              or ctx.map_frames(_frames_in_message(str(error))))
     if where is None and rule == "ONNX102":
         where = ctx.option_location("dynamic_shapes")
+    if where is None and rule == "ONNX104":
+        where = _forward_return(ctx)
     ctx.report(rule, f"torch.export failed: {_first_lines(error)}", where)
+
+
+def _forward_return(ctx: CheckContext) -> Location | None:
+    """Output structure problems surface after ``forward`` returned: point at its return."""
+    forward = getattr(type(ctx.model), "forward", None)
+    code = getattr(forward, "__code__", None)
+    if code is None:
+        return None
+    path = Path(code.co_filename)
+    lines = source_lines(path)
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.lineno == code.co_firstlineno:
+            returns = [n for n in ast.walk(node) if isinstance(n, ast.Return) and n.value]
+            if returns:
+                return Location(path, node_range(returns[-1].value, lines))
+    return None
 
 
 def _frames_in_message(message: str) -> list[Frame]:

@@ -75,7 +75,8 @@ def compare_outputs(
                  "atol": atol, "rtol": rtol}
         _report_output(ctx, rule, index,
                        f"Output `{name}` differs from PyTorch{situation}: max abs error "
-                       f"{max_abs:.3g}, max rel error {max_rel:.3g} (atol {atol:g}, rtol {rtol:g}).",
+                       f"{max_abs:.3g}, max rel error {max_rel:.3g} "
+                       f"(atol {atol:g}, rtol {rtol:g}).",
                        data=worst)
         matched = False
     if not matched and worst:

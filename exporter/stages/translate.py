@@ -56,6 +56,7 @@ def run(ctx: CheckContext) -> None:
         _report_node_error(ctx, error)
         raise StageFailed from error
     _rename_io(ctx)
+    _torch_private.rename_dynamic_axes(ctx.onnx_program, ctx.dynamic_shapes)
     _finish(ctx)
 
 

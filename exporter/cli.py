@@ -1,0 +1,275 @@
+"""``onnxlens`` command line: check, save, run.
+
+Exit status: 0 no error, 1 errors found (or the export failed), 2 usage or tool failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from exporter import __version__
+from exporter.config import ProjectConfig, find_root, load_config
+from exporter.report import display_path, filter_rules, format_diagnostic, format_text, result_json
+from exporter.rules import RULES
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+_SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modules",
+                 "site-packages", "build", "dist", ".tox", ".mypy_cache", ".ruff_cache"}
+_TARGET_MARKERS = ("onnx-export", "ExportableModule")
+
+
+class UsageError(Exception):
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        print(f"onnxlens: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="onnxlens", description="Find every ONNX export problem of annotated PyTorch "
+        "models, located on your own source lines.")
+    parser.add_argument("--version", action="version", version=f"onnxlens {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    check = commands.add_parser("check", help="check every export target in files/directories")
+    check.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument("--output", "-o", type=Path, help="write the report here (atomically)")
+    check.add_argument("--select", type=_rule_list, help="only these rule ids or prefixes")
+    check.add_argument("--ignore", type=_rule_list, help="leave out these rule ids or prefixes")
+    check.add_argument("--root", type=Path, help="workspace root (default: nearest directory "
+                       "with pyproject.toml or .git)")
+    check.add_argument("--absolute-paths", action="store_true",
+                       help="SARIF: record the root's absolute path (originalUriBaseIds)")
+    check.set_defaults(handler=_check)
+
+    save = commands.add_parser("save", help="export a target and save the .onnx file")
+    save.add_argument("target", metavar="FILE::TARGET")
+    save.add_argument("--output", "-o", type=Path, required=True)
+    save.add_argument("--external-data-threshold", type=_size, default=None, metavar="SIZE",
+                      help="store weights as external data from this size on (default 2GB; "
+                      "accepts 10MB, 1GB, bytes)")
+    save.add_argument("--no-optimize", action="store_true", help="skip onnxscript's optimizer")
+    save.add_argument("--root", type=Path)
+    save.set_defaults(handler=_save)
+
+    run = commands.add_parser("run", help="run a target in ONNX Runtime and compare")
+    run.add_argument("target", metavar="FILE::TARGET")
+    run.add_argument("--repeat", type=int, default=20, help="timed runs (default 20)")
+    run.add_argument("--model", type=Path, help="run this saved .onnx instead of exporting")
+    run.add_argument("--format", choices=("text", "json"), default="text")
+    run.add_argument("--root", type=Path)
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def _rule_list(text: str) -> list[str]:
+    items = [item.strip().upper() for item in text.split(",") if item.strip()]
+    for item in items:
+        if not re.fullmatch(r"ONNX\d{0,3}", item) or not any(r.startswith(item) for r in RULES):
+            raise argparse.ArgumentTypeError(f"unknown rule id or prefix: {item}")
+    return items
+
+
+def _size(text: str) -> int:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?i?B?)?\s*", text, re.I)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 10MB, 2GB, 4096)")
+    unit = (match[2] or "").upper().replace("I", "").rstrip("B")
+    return int(float(match[1]) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[unit])
+
+
+# -- shared ----------------------------------------------------------------------------------
+
+def _session(config: ProjectConfig) -> Any:
+    try:
+        from exporter.context import Settings
+        from exporter.session import ExportSession
+    except ImportError as error:  # torch, onnx, onnxscript or onnxruntime is missing
+        raise UsageError(
+            f"ONNX904: a dependency of the export toolchain is missing ({error}). Install it "
+            "into this interpreter: pip install torch==2.13.0 onnx onnxscript onnxruntime"
+        ) from error
+    for problem in config.problems:
+        print(f"onnxlens: warning: {problem}", file=sys.stderr)
+    return ExportSession(Settings(opset=config.get("opset"), atol=config.get("atol"),
+                                  rtol=config.get("rtol")))
+
+
+def _python_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+        if path.is_file():
+            files.append(path)
+            continue
+        for candidate in sorted(path.rglob("*.py")):
+            relative = candidate.relative_to(path).parts[:-1]
+            if any(part in _SKIPPED_DIRS or part.startswith(".") for part in relative):
+                continue
+            files.append(candidate)
+    return files
+
+
+def _might_have_targets(path: Path) -> bool:
+    try:
+        text = path.read_bytes()
+    except OSError:
+        return True  # let the check report why it cannot read the file
+    return any(marker.encode() in text for marker in _TARGET_MARKERS)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    directory = path.resolve().parent
+    if not directory.is_dir():
+        raise UsageError(f"{path}: the directory does not exist")
+    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, encoding="utf-8",
+                                     prefix=f".{path.name}.", suffix=".tmp") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(handle.name, path)
+
+
+# -- check -----------------------------------------------------------------------------------
+
+def _check(args: argparse.Namespace) -> int:
+    files = _python_files(args.paths)
+    root = (args.root or find_root(args.paths[0])).resolve()
+    config = load_config(root)
+    session = _session(config)
+
+    from exporter.result import CheckResult
+
+    result = CheckResult()
+    for path in files:
+        if _might_have_targets(path):
+            result.extend(session.check_file(path, root))
+    select = args.select or config.get("select")
+    ignore = args.ignore or config.get("ignore")
+    diagnostics = filter_rules(result.diagnostics, select, ignore)
+    text = _render_check(args, result, diagnostics, root)
+    if args.output:
+        _write_atomically(args.output, text)
+        print(f"onnxlens: wrote {display_path(args.output)}", file=sys.stderr)
+        if args.format != "text":
+            print(format_text(result, diagnostics), end="", file=sys.stderr)
+    else:
+        print(text, end="")
+    return EXIT_ERRORS if any(d.severity == "error" for d in diagnostics) else EXIT_OK
+
+
+def _render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
+                  root: Path) -> str:
+    if args.format == "json":
+        return json.dumps(result_json(result, diagnostics), indent=2) + "\n"
+    if args.format == "sarif":
+        from exporter.diagnostics import sort_key
+        from exporter.result import CheckResult
+        from exporter.sarif import sarif_dict
+
+        filtered = CheckResult(files=result.files,
+                               file_diagnostics=sorted(diagnostics, key=sort_key))
+        return json.dumps(sarif_dict(filtered, root, absolute_root=args.absolute_paths),
+                          indent=2) + "\n"
+    return format_text(result, diagnostics)
+
+
+# -- save / run ------------------------------------------------------------------------------
+
+def _resolve_target(spec: str, root_option: Path | None) -> tuple[Path, str, Path]:
+    file_part, separator, name = spec.rpartition("::")
+    if not separator or not file_part or not name:
+        raise UsageError(f"expected FILE::TARGET, got {spec!r}")
+    path = Path(file_part)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    return path.resolve(), name, (root_option or find_root(path)).resolve()
+
+
+def _prepare(spec: str, root_option: Path | None) -> tuple[Any, Any, Any]:
+    path, name, root = _resolve_target(spec, root_option)
+    session = _session(load_config(root))
+    found = session.discover(path)
+    target = next((t for t in found.targets if t.name == name), None)
+    if target is None:
+        names = ", ".join(t.name for t in found.targets) or "none"
+        for diagnostic in found.diagnostics:
+            print(format_diagnostic(diagnostic), file=sys.stderr)
+        raise UsageError(f"{display_path(path)} has no export target {name!r} (targets: {names})")
+    context, result = session.run_target(target, root)
+    return session, context, result
+
+
+def _print_errors(result: Any) -> None:
+    for diagnostic in result.diagnostics:
+        print(format_diagnostic(diagnostic), file=sys.stderr)
+
+
+def _save(args: argparse.Namespace) -> int:
+    from exporter.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, UnsafePathError, save_model
+
+    _session_, context, result = _prepare(args.target, args.root)
+    if context.onnx_program is None or context.weightless:
+        _print_errors(result)
+        reason = ('weights="none" models have no weights to save' if context.weightless
+                  else "the export failed")
+        print(f"onnxlens: not saved: {reason}; {display_path(args.output)} is unchanged.",
+              file=sys.stderr)
+        return EXIT_ERRORS
+    program = context.onnx_program
+    if not args.no_optimize:
+        program.optimize()
+    threshold = args.external_data_threshold or DEFAULT_EXTERNAL_DATA_THRESHOLD
+    try:
+        written = save_model(program.model_proto, args.output, threshold)
+    except (UnsafePathError, FileNotFoundError) as error:
+        raise UsageError(str(error)) from error
+    problems = [d for d in result.diagnostics if d.severity == "error"]
+    for path in written:
+        print(f"onnxlens: wrote {display_path(path)}")
+    if problems:
+        print(f"onnxlens: note: the check found {len(problems)} problem(s) after translation; "
+              "run `onnxlens check` for details.", file=sys.stderr)
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    from exporter.run_report import build_run_report, format_run_report
+
+    _session_, context, result = _prepare(args.target, args.root)
+    try:
+        report = build_run_report(context, result, args.model, args.repeat)
+    except Exception as error:  # noqa: BLE001 - shown as a message, not a traceback
+        _print_errors(result)
+        print(f"onnxlens: cannot run {args.target}: {error}", file=sys.stderr)
+        return EXIT_ERRORS
+    if args.format == "json":
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_run_report(report), end="")
+    return EXIT_OK if report["matched"] else EXIT_ERRORS
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

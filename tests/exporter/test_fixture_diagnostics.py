@@ -1,0 +1,142 @@
+"""Every fixture workspace gets exactly the diagnostics a user should see: rule, file,
+range (1-based, end exclusive) and severity."""
+
+from __future__ import annotations
+
+import pytest
+
+# (rule, file relative to the fixture workspace, start line, start col, end line, end col, severity)
+EXPECTED = {
+    "clean/factory.py": [],
+    "clean/mlp.py": [],
+    "clean/mnist.py": [],
+    "constructor_error/model.py": [("ONNX003", "model.py", 8, 22, 8, 34, "error")],
+    "data_dependent_branch/model.py": [
+        ("ONNX101", "model.py", 7, 12, 7, 19, "error"),
+        ("ONNX106", "model.py", 7, 12, 7, 19, "warning"),
+    ],
+    "data_dependent_size/model.py": [
+        ("ONNX101", "model.py", 7, 13, 7, 38, "error"),
+        ("ONNX106", "model.py", 7, 13, 7, 38, "warning"),
+    ],
+    "dynamic_size_failure/model.py": [
+        ("ONNX102", "model.py", 8, 41, 8, 58, "error"),
+        ("ONNX403", "model.py", 9, 16, 9, 33, "error"),
+    ],
+    "dynamic_specialized/model.py": [
+        ("ONNX102", "model.py", 7, 16, 7, 46, "error"),
+        ("ONNX106", "model.py", 7, 16, 7, 46, "warning"),
+    ],
+    "eager_failure/model.py": [("ONNX004", "model.py", 11, 16, 11, 30, "error")],
+    "helper_module/model.py": [("ONNX201", "layers/special.py", 6, 16, 6, 35, "error")],
+    "import_error/model.py": [("ONNX002", "model.py", 2, 1, 2, 34, "error")],
+    "invalid_model/model.py": [("ONNX302", "model.py", 13, 16, 13, 33, "error")],
+    "io_structure/model.py": [("ONNX104", "model.py", 12, 16, 12, 33, "error")],
+    "malformed_pragma/model.py": [
+        ("ONNX001", "model.py", 4, 15, 4, 40, "error"),
+        ("ONNX001", "model.py", 10, 43, 10, 72, "error"),
+        ("ONNX001", "model.py", 16, 48, 16, 74, "error"),
+    ],
+    "mixed/model.py": [
+        ("ONNX101", "model.py", 8, 12, 8, 20, "error"),
+        ("ONNX106", "model.py", 8, 12, 8, 20, "warning"),
+        ("ONNX201", "model.py", 7, 13, 7, 32, "error"),
+        ("ONNX201", "model.py", 10, 13, 10, 29, "error"),
+    ],
+    "no_translation/model.py": [
+        ("ONNX201", "model.py", 7, 13, 7, 32, "error"),
+        ("ONNX201", "model.py", 8, 13, 8, 29, "error"),
+    ],
+    "non_finite/model.py": [("ONNX503", "model.py", 13, 16, 13, 30, "error")],
+    "ort_kernel_missing/model.py": [("ONNX401", "model.py", 7, 13, 7, 34, "error")],
+    "ort_run_failure/model.py": [("ONNX402", "model.py", 14, 16, 14, 32, "error")],
+    "translation_error/model.py": [("ONNX202", "model.py", 12, 16, 12, 32, "error")],
+    "unsupported_python/model.py": [("ONNX103", "model.py", 7, 36, 7, 45, "error")],
+    "weightless/model.py": [("ONNX201", "model.py", 23, 16, 23, 48, "error")],
+    "wrong_translation/model.py": [
+        ("ONNX501", "model.py", 20, 16, 20, 25, "error"),
+        ("ONNX502", "model.py", 19, 13, 19, 40, "error"),
+    ],
+}
+
+
+def _rows(workspace, result):
+    rows = []
+    for d in result.diagnostics:
+        r = d.location.range
+        rows.append((d.rule, d.location.path.relative_to(workspace).as_posix(),
+                     r.start.line, r.start.column, r.end.line, r.end.column, d.severity.value))
+    return sorted(rows)
+
+
+def test_every_fixture_has_expectations(fixture_results):
+    assert sorted(fixture_results) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_diagnostics(fixture_results, name):
+    workspace, result = fixture_results[name]
+    assert _rows(workspace, result) == sorted(EXPECTED[name])
+
+
+def test_mixed_model_reports_all_three_problems_in_one_check(fixture_results):
+    _, result = fixture_results["mixed/model.py"]
+    errors = sorted(d.rule for d in result.diagnostics if d.severity == "error")
+    assert errors == ["ONNX101", "ONNX201", "ONNX201"]
+    stages = {s.name: s.state.value for s in result.targets[0].stages}
+    assert stages["capture"] == "failed" and stages["translate"] == "failed"
+
+
+def test_messages_name_the_problem(fixture_results):
+    def messages(name):
+        return [d.message for d in fixture_results[name][1].diagnostics]
+
+    assert any("aten::i0" in m for m in messages("no_translation/model.py"))
+    assert any("aten::digamma" in m for m in messages("no_translation/model.py"))
+    assert any("x.sum() > 0" in m for m in messages("data_dependent_branch/model.py"))
+    assert any("x.shape[0]" in m and "dynamic_shapes=" in m
+               for m in messages("dynamic_specialized/model.py"))
+    assert any("Erf" in m and "NOT_IMPLEMENTED" in m
+               for m in messages("ort_kernel_missing/model.py"))
+    assert any("aten.gelu.default" in m for m in messages("wrong_translation/model.py"))
+    assert any("Did you mean `dynamic_shapes`" in m for m in messages("malformed_pragma/model.py"))
+
+
+def test_problem_in_helper_module_links_back_to_the_target(fixture_results):
+    workspace, result = fixture_results["helper_module/model.py"]
+    (diagnostic,) = result.diagnostics
+    related = [(r.location.path.relative_to(workspace).as_posix(), r.location.range.start.line,
+                r.message) for r in diagnostic.related]
+    assert related == [("model.py", 10, "called from `forward`"),
+                       ("model.py", 7, "while checking the export target `UsesHelper`")]
+
+
+def test_clean_models_pass_every_stage_and_match_pytorch(fixture_results):
+    for name in ("clean/mlp.py", "clean/mnist.py"):
+        (target,) = fixture_results[name][1].targets
+        assert [s.state.value for s in target.stages] == ["passed"] * 7, name
+        assert all(entry["matched"] for entry in target.summary["numerics"])
+
+
+def test_clean_mlp_keeps_dynamic_batch_and_names(fixture_results):
+    (target,) = fixture_results["clean/mlp.py"][1].targets
+    inputs = target.summary["inputs"]
+    assert [i["name"] for i in inputs] == ["tensor_input", "tensor_x", "list_input_index_0"]
+    assert all(i["shape"] == ["batch_size", 8] for i in inputs)
+    assert target.summary["outputs"][0]["name"] == "output"
+
+
+def test_weightless_check_skips_what_needs_weights(fixture_results):
+    wide, special = fixture_results["weightless/model.py"][1].targets
+    states = {s.name: (s.state.value, s.reason) for s in wide.stages}
+    assert states["validate"] == ("passed", "")
+    for stage in ("runtime", "numerics", "dynamic"):
+        assert states[stage][0] == "skipped" and "weights" in states[stage][1]
+    assert wide.summary["parameters"] == 16 * (4096 * 4096 + 4096)
+
+
+def test_draft_only_graph_still_runs_later_stages(fixture_results):
+    (target,) = fixture_results["data_dependent_branch/model.py"][1].targets
+    states = {s.name: s.state.value for s in target.stages}
+    assert states["capture"] == "failed"
+    assert states["translate"] == states["runtime"] == states["numerics"] == "passed"
