@@ -113,7 +113,7 @@ def load_model(path: Path) -> onnx.ModelProto:
         location = next((e.value for e in tensor.external_data if e.key == "location"), "")
         target = (directory / location).resolve()
         if (not location or os.path.isabs(location) or ".." in Path(location).parts
-                or target.parent != directory and directory not in target.parents):
+                or (target.parent != directory and directory not in target.parents)):
             raise UnsafePathError(
                 f"tensor {tensor.name!r} points at external data {location!r}, outside "
                 f"{directory}; refusing to load it")

@@ -229,7 +229,7 @@ def _print_errors(result: Any) -> None:
 def _save(args: argparse.Namespace) -> int:
     from exporter.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, UnsafePathError, save_model
 
-    _session_, context, result = _prepare(args.target, args.root)
+    _, context, result = _prepare(args.target, args.root)
     if context.onnx_program is None or context.weightless:
         _print_errors(result)
         reason = ('weights="none" models have no weights to save' if context.weightless
@@ -257,10 +257,10 @@ def _save(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from exporter.run_report import build_run_report, format_run_report
 
-    _session_, context, result = _prepare(args.target, args.root)
+    _, context, result = _prepare(args.target, args.root)
     try:
         report = build_run_report(context, result, args.model, args.repeat)
-    except Exception as error:  # noqa: BLE001 - shown as a message, not a traceback
+    except Exception as error:
         _print_errors(result)
         print(f"onnxlens: cannot run {args.target}: {error}", file=sys.stderr)
         return EXIT_ERRORS

@@ -127,7 +127,7 @@ def test_clean_mlp_keeps_dynamic_batch_and_names(fixture_results):
 
 
 def test_weightless_check_skips_what_needs_weights(fixture_results):
-    wide, special = fixture_results["weightless/model.py"][1].targets
+    wide, _special = fixture_results["weightless/model.py"][1].targets
     states = {s.name: (s.state.value, s.reason) for s in wide.stages}
     assert states["validate"] == ("passed", "")
     for stage in ("runtime", "numerics", "dynamic"):
