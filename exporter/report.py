@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -16,12 +15,13 @@ JSON_VERSION = 1
 
 
 def display_path(path: Path, base: Path | None = None) -> str:
-    """The path relative to ``base`` (default: the working directory) when it is inside."""
+    """The path relative to ``base`` (default: the working directory) when it is inside,
+    else as given."""
     base = (base or Path.cwd()).resolve()
     try:
         return path.resolve().relative_to(base).as_posix()
     except ValueError:
-        return os.path.relpath(path.resolve(), base) if path.is_absolute() else str(path)
+        return str(path)
 
 
 def filter_rules(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from exporter.diagnostics import Diagnostic, Location, Range
-from exporter.sourcetext import node_range
+from exporter.sourcetext import char_column, node_range
 
 PRAGMA_PREFIX = re.compile(r"^(\s*)#\s*onnx-export\s*:")
 
@@ -87,9 +87,10 @@ class _PragmaText:
     def file_range(self, node: ast.AST) -> Range:
         """Map a node of ``ast.parse('_(' + text + ')')`` back to file coordinates."""
 
-        def convert(line: int, column: int) -> tuple[int, int]:
-            file_line, offset, _ = self.segments[line - 1]
-            column -= 2 if line == 1 else 0
+        def convert(line: int, byte_column: int) -> tuple[int, int]:
+            file_line, offset, text = self.segments[line - 1]
+            parsed_line = f"_({text}" if line == 1 else text
+            column = char_column(parsed_line, byte_column) - (2 if line == 1 else 0)
             return file_line, offset + column + 1
 
         start = convert(node.lineno, node.col_offset)  # type: ignore[attr-defined]
@@ -97,9 +98,12 @@ class _PragmaText:
         return Range.of(*start, *end)
 
     def whole_range(self) -> Range:
+        """The pragma's text, without the surrounding blanks."""
         last_line, offset, text = self.segments[-1]
-        first_line, first_offset, _ = self.segments[0]
-        return Range.of(first_line, first_offset + 1, last_line, offset + len(text) + 1)
+        first_line, first_offset, first_text = self.segments[0]
+        indent = len(first_text) - len(first_text.lstrip())
+        return Range.of(first_line, first_offset + indent + 1,
+                        last_line, offset + len(text.rstrip()) + 1)
 
 
 def discover(path: Path, source: str) -> Discovery:

@@ -78,13 +78,7 @@ def _report_node_error(ctx: CheckContext, error: BaseException) -> None:
     while current is not None and current not in chain:
         chain.append(current)
         current = current.__cause__ or current.__context__
-    node = None
-    for link in chain:
-        match = _FAILED_NODE.search(str(link))
-        if match and ctx.decomposed_program is not None:
-            node = next((n for n in ctx.decomposed_program.graph.nodes if n.name == match[1]), None)
-            if node is not None:
-                break
+    node = _failed_node(ctx, chain)
     root = chain[-1]
     reason = f"{type(root).__name__}: {str(root).splitlines()[0] if str(root) else ''}".rstrip(": ")
     if node is None:
@@ -94,6 +88,25 @@ def _report_node_error(ctx: CheckContext, error: BaseException) -> None:
     ctx.report("ONNX202", f"Translating `{op}` to ONNX failed: {reason}",
                ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
                data={"operator": op})
+
+
+def _failed_node(ctx: CheckContext, chain: list[BaseException]) -> Any:
+    """The FX node an exporter error names (``Error when translating node %name``). Without
+    the decomposed graph (public-API fallback), match the operator's last name token."""
+    graph = (ctx.decomposed_program or ctx.exported_program).graph
+    nodes = [n for n in graph.nodes if n.op == "call_function"]
+    for link in chain:
+        match = _FAILED_NODE.search(str(link))
+        if not match:
+            continue
+        exact = next((n for n in nodes if n.name == match[1]), None)
+        if exact is not None:
+            return exact
+        token = match[1].rsplit("_", 1)[-1]
+        similar = [n for n in nodes if n.name.rsplit("_", 1)[-1] == token]
+        if similar:
+            return similar[0]
+    return None
 
 
 def _rename_io(ctx: CheckContext) -> None:

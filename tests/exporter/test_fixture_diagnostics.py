@@ -33,7 +33,7 @@ EXPECTED = {
     "invalid_model/model.py": [("ONNX302", "model.py", 13, 16, 13, 33, "error")],
     "io_structure/model.py": [("ONNX104", "model.py", 12, 16, 12, 33, "error")],
     "malformed_pragma/model.py": [
-        ("ONNX001", "model.py", 4, 15, 4, 40, "error"),
+        ("ONNX001", "model.py", 4, 16, 4, 40, "error"),
         ("ONNX001", "model.py", 10, 43, 10, 72, "error"),
         ("ONNX001", "model.py", 16, 48, 16, 74, "error"),
     ],

@@ -1,0 +1,109 @@
+"""The ``onnxlens`` command line: compiler-style text, JSON, SARIF, rule filters, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from exporter.cli import main
+from tests.conftest import FIXTURES, REPO
+from tests.sarif_tools import validate_with_schema
+
+
+@pytest.fixture
+def in_fixtures(monkeypatch):
+    monkeypatch.chdir(FIXTURES)
+
+
+def test_text_output_is_compiler_style_with_caret_and_hint(in_fixtures, capsys):
+    status = main(["check", "no_translation/model.py"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert ("no_translation/model.py:7:13: error[ONNX201]: `aten::i0` has no ONNX translation"
+            in out)
+    assert " 7 |         a = torch.special.i0(x)\n   |             ^^^^^^^^^^^^^^^^^^^\n" in out
+    assert "   help: Rewrite with supported operators" in out
+    assert "docs/rules/ONNX201.md" in out
+    assert out.rstrip().endswith("Checked 1 target(s) in 1 file(s): 2 errors, 0 warnings "
+                                 "(1 target(s) failing).")
+
+
+def test_json_output_shape(in_fixtures, capsys):
+    status = main(["check", "helper_module", "clean/factory.py", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert status == 1
+    assert report["version"] == 1
+    assert {t["name"]: t["ok"] for t in report["targets"]} == {"UsesHelper": False,
+                                                               "scaled": True}
+    (diagnostic,) = report["diagnostics"]
+    assert diagnostic["rule"] == "ONNX201"
+    assert diagnostic["severity"] == "error"
+    assert diagnostic["path"] == "helper_module/layers/special.py"
+    assert diagnostic["range"] == {"start": {"line": 6, "column": 16},
+                                   "end": {"line": 6, "column": 35}}
+    assert diagnostic["target"] == "UsesHelper"
+    assert diagnostic["stage"] == "translate"
+    assert diagnostic["related"][0] == {
+        "path": "helper_module/model.py",
+        "range": {"start": {"line": 10, "column": 16}, "end": {"line": 10, "column": 25}},
+        "message": "called from `forward`"}
+    assert diagnostic["hint"]
+    stages = report["targets"][0]["stages"]
+    assert [s["name"] for s in stages] == ["load", "capture", "translate", "validate",
+                                           "runtime", "numerics", "dynamic"]
+    assert stages[3] == {"name": "validate", "state": "skipped", "seconds": 0.0,
+                         "reason": "translation failed"}
+
+
+def test_select_and_ignore(in_fixtures, capsys):
+    assert main(["check", "mixed", "--format", "json", "--select", "ONNX1",
+                 "--ignore", "ONNX106"]) == 1
+    rules = [d["rule"] for d in json.loads(capsys.readouterr().out)["diagnostics"]]
+    assert rules == ["ONNX101"]
+    assert main(["check", "data_dependent_branch", "--ignore", "ONNX101"]) == 0
+    assert "warning[ONNX106]" in capsys.readouterr().out
+
+
+def test_sarif_written_to_a_file(in_fixtures, tmp_path, capsys):
+    output = tmp_path / "report.sarif"
+    assert main(["check", "mixed", "--format", "sarif", "--output", str(output)]) == 1
+    log = json.loads(output.read_text())
+    assert validate_with_schema(log) == []
+    assert sorted(r["ruleId"] for r in log["runs"][0]["results"]) == [
+        "ONNX101", "ONNX106", "ONNX201", "ONNX201"]
+    assert "error[ONNX201]" in capsys.readouterr().err  # the text report still reaches stderr
+
+
+def test_clean_examples_exit_zero(in_fixtures, capsys):
+    assert main(["check", "clean"]) == 0
+    assert "Checked 3 target(s) in 3 file(s): 0 errors, 0 warnings." in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["check", "does-not-exist"], "does-not-exist: no such file or directory"),
+    (["save", "clean/mlp.py", "-o", "x.onnx"], "expected FILE::TARGET"),
+    (["save", "clean/mlp.py::Nope", "-o", "x.onnx"], "has no export target 'Nope'"),
+])
+def test_usage_errors_exit_two(in_fixtures, capsys, argv, message):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_rule_is_a_usage_error(in_fixtures, capsys):
+    with pytest.raises(SystemExit) as raised:
+        main(["check", "clean", "--select", "ONNX777"])
+    assert raised.value.code == 2
+    assert "unknown rule id or prefix: ONNX777" in capsys.readouterr().err
+
+
+def test_console_script_runs_in_a_fresh_process():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "exporter.cli", "check", "eager_failure"],
+                          cwd=FIXTURES, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert "eager_failure/model.py:11:16: error[ONNX004]" in done.stdout
+    assert done.stderr == ""  # torch's own logging and warnings stay out of the way

@@ -1,0 +1,149 @@
+"""``onnxlens save`` writes atomically and safely; ``onnxlens run`` reports outputs,
+the comparison with PyTorch and latency percentiles."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from exporter.artifacts import UnsafePathError, load_model, save_model
+from exporter.cli import main
+from tests.conftest import FIXTURES, REPO
+
+
+@pytest.fixture
+def in_fixtures(monkeypatch):
+    monkeypatch.chdir(FIXTURES)
+
+
+def test_save_writes_a_model_that_runs(in_fixtures, tmp_path, capsys):
+    output = tmp_path / "mnist.onnx"
+    assert main(["save", "clean/mnist.py::MNISTModel", "-o", str(output)]) == 0
+    assert f"wrote {output}" in capsys.readouterr().out
+    session = ort.InferenceSession(str(output), providers=["CPUExecutionProvider"])
+    (result,) = session.run(None, {session.get_inputs()[0].name:
+                                   np.zeros((3, 1, 28, 28), np.float32)})
+    assert result.shape == (3, 10)  # the dynamic batch survived the save
+    assert sorted(os.listdir(tmp_path)) == ["mnist.onnx"]  # no temporary files left
+
+
+def test_failed_export_leaves_the_previous_file_intact(in_fixtures, tmp_path, capsys):
+    output = tmp_path / "model.onnx"
+    output.write_bytes(b"previous model")
+    assert main(["save", "no_translation/model.py::Special", "-o", str(output)]) == 1
+    assert output.read_bytes() == b"previous model"
+    err = capsys.readouterr().err
+    assert "error[ONNX201]" in err and "is unchanged" in err
+    assert sorted(os.listdir(tmp_path)) == ["model.onnx"]
+
+
+def test_external_data_past_the_threshold(in_fixtures, tmp_path):
+    output = tmp_path / "mlp.onnx"
+    assert main(["save", "clean/mlp.py::MLPModel", "-o", str(output),
+                 "--external-data-threshold", "1KB"]) == 0
+    data_files = sorted(p.name for p in tmp_path.glob("mlp.onnx.*.data"))
+    assert len(data_files) == 1
+    model = load_model(output)
+    assert onnx.checker.check_model(model) is None
+    first = data_files[0]
+    # Saving again with other weights swaps the data file in and removes the stale one.
+    model.graph.initializer[0].raw_data = bytes(len(model.graph.initializer[0].raw_data))
+    save_model(model, output, external_data_threshold=1024)
+    after = sorted(p.name for p in tmp_path.glob("mlp.onnx.*.data"))
+    assert len(after) == 1 and after != [first]
+    assert not np.any(onnx.numpy_helper.to_array(load_model(output).graph.initializer[0]))
+
+
+def test_refuses_external_data_outside_the_model_directory(tmp_path):
+    weights = onnx.numpy_helper.from_array(np.ones(4, np.float32), "w")
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                                   [onnx.helper.make_tensor_value_info("y", 1, [4])], [weights])
+    model = onnx.helper.make_model(graph)
+    (tmp_path / "inner").mkdir()
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(np.ones(4, np.float32).tobytes())
+    onnx.external_data_helper.set_external_data(model.graph.initializer[0], "../secret.bin")
+    model.graph.initializer[0].ClearField("raw_data")
+    model.graph.initializer[0].data_location = onnx.TensorProto.EXTERNAL
+    onnx.save_model(model, tmp_path / "inner" / "evil.onnx")
+    with pytest.raises(UnsafePathError, match="outside"):
+        load_model(tmp_path / "inner" / "evil.onnx")
+
+
+def test_refuses_to_write_through_a_symlink(tmp_path):
+    target = tmp_path / "elsewhere.onnx"
+    target.write_bytes(b"keep")
+    link = tmp_path / "link.onnx"
+    link.symlink_to(target)
+    model = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], []))
+    with pytest.raises(UnsafePathError, match="symbolic link"):
+        save_model(model, link)
+    assert target.read_bytes() == b"keep"
+
+
+_SLOW_WRITER = textwrap.dedent("""
+    import sys
+    import numpy as np, onnx
+    from exporter.artifacts import save_model
+    weights = onnx.numpy_helper.from_array(np.ones(200_000_000, np.float32), "w")
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                                   [onnx.helper.make_tensor_value_info("y", 1, [None])],
+                                   [weights])
+    print("writing", flush=True)
+    save_model(onnx.helper.make_model(graph), sys.argv[1], external_data_threshold=1)
+""")
+
+
+def test_killed_mid_write_leaves_the_previous_file_intact(tmp_path):
+    output = tmp_path / "big.onnx"
+    output.write_bytes(b"previous model")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    writer = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(output)], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "writing"
+    deadline = time.monotonic() + 60
+    while not any(p.name.startswith(".big.onnx.") for p in tmp_path.iterdir()):
+        assert time.monotonic() < deadline, "the writer never started writing"
+        time.sleep(0.005)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    assert output.read_bytes() == b"previous model"
+    assert not list(tmp_path.glob("big.onnx.*.data"))
+
+
+def test_run_prints_outputs_comparison_and_latency(in_fixtures, capsys):
+    assert main(["run", "clean/mlp.py::MLPModel", "--repeat", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "| output | [97, 2] | float32 |" in out
+    assert "| output | yes |" in out
+    assert "p50 " in out and " ms · p90 " in out and "over 5 runs" in out
+
+
+def test_run_a_saved_model_and_json(in_fixtures, tmp_path, capsys):
+    output = tmp_path / "f.onnx"
+    assert main(["save", "clean/factory.py::scaled", "-o", str(output)]) == 0
+    capsys.readouterr()
+    assert main(["run", "clean/factory.py::scaled", "--model", str(output), "--format", "json",
+                 "--repeat", "3"]) == 0
+    import json
+
+    report = json.loads(capsys.readouterr().out)
+    assert report["model"] == str(output)
+    assert report["matched"] is True
+    assert report["latency"]["runs"] == 3 and report["latency"]["p90_ms"] > 0
+    assert [i["shape"] for i in report["inputs"]] == [[3, 4], [4]]
+
+
+def test_run_of_a_failing_target_explains(in_fixtures, capsys):
+    assert main(["run", "ort_kernel_missing/model.py::DoubleErf"]) == 1
+    err = capsys.readouterr().err
+    assert "error[ONNX401]" in err and "cannot run" in err

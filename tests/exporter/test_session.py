@@ -1,0 +1,70 @@
+"""A session builds the torchlib registry once, re-imports edited modules, and keeps working
+through the public torch.onnx API when the private one is unavailable."""
+
+from __future__ import annotations
+
+import textwrap
+
+import torch
+
+from exporter import _torch_private
+from exporter.session import ExportSession
+
+MODEL = textwrap.dedent("""
+    import torch
+
+
+    # onnx-export: args=(torch.rand(2, 3) + 0.5,)
+    class Edited(torch.nn.Module):
+        def forward(self, x):
+            return {body}
+""")
+
+
+def _rules(result):
+    return sorted(d.rule for d in result.diagnostics)
+
+
+def test_registry_is_built_once_and_edits_are_seen(tmp_path, monkeypatch):
+    builds = []
+    original = _torch_private.build_registry
+
+    def counting(opset=None):
+        builds.append(opset)
+        return original(opset)
+
+    monkeypatch.setattr(_torch_private, "build_registry", counting)
+    session = ExportSession()
+    model = tmp_path / "model.py"
+    model.write_text(MODEL.format(body="torch.special.i0(x)"))
+    assert _rules(session.check_file(model, tmp_path)) == ["ONNX201"]
+    model.write_text(MODEL.format(body="torch.sigmoid(x)"))
+    assert _rules(session.check_file(model, tmp_path)) == []
+    assert builds == [None]  # the second check reused the registry
+
+
+def test_custom_translation_table_does_not_leak_into_the_shared_registry(session):
+    base = session.registry(None, None)
+    custom = session.registry(None, {torch.ops.aten.special_i0.default: lambda x: x})
+    assert custom is not base
+    assert custom.is_registered(torch.ops.aten.special_i0.default)
+    assert not base.is_registered(torch.ops.aten.special_i0.default)
+
+
+def test_private_api_guard_matches_this_torch():
+    assert _torch_private.PRIVATE_API is _torch_private._version_ok()
+    assert _torch_private.PRIVATE_API  # the pinned torch 2.13.0 is the tested version
+
+
+def test_public_api_fallback(tmp_path, monkeypatch):
+    monkeypatch.setattr(_torch_private, "build_registry", lambda opset=None: None)
+    session = ExportSession()
+    model = tmp_path / "model.py"
+    model.write_text(MODEL.format(body="torch.sigmoid(x) * 2"))
+    (target,) = session.check_file(model, tmp_path).targets
+    assert target.diagnostics == []
+    assert [s.state.value for s in target.stages][:6] == ["passed"] * 6
+    model.write_text(MODEL.format(body="torch.special.i0(x)"))
+    result = session.check_file(model, tmp_path)
+    assert [(d.rule, d.location.range.start.line) for d in result.diagnostics] == [
+        ("ONNX202", 8)]
