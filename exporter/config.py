@@ -12,8 +12,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-KNOWN_KEYS = {"opset": int, "atol": float, "rtol": float, "select": list, "ignore": list,
-              "timeout": float, "sarif-output": str, "trigger": str}
+KNOWN_KEYS = {"opset": int, "atol": float, "rtol": float, "select": list, "ignore": list}
 
 
 @dataclass

@@ -80,11 +80,19 @@ def format_text(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
     blocks = [format_diagnostic(d) for d in sorted(diagnostics, key=sort_key)]
     errors = sum(1 for d in diagnostics if d.severity == Severity.ERROR)
     warnings = sum(1 for d in diagnostics if d.severity == Severity.WARNING)
-    failing = {d.target for d in diagnostics if d.severity == Severity.ERROR and d.target}
+    failing = {(d.target, _target_file(result, d)) for d in diagnostics
+               if d.severity == Severity.ERROR and d.target}
     summary = (f"Checked {len(result.targets)} target(s) in {len(result.files)} file(s): "
                f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')}"
                f"{f' ({len(failing)} target(s) failing)' if failing else ''}.")
     return "\n\n".join([*blocks, summary]) + "\n"
+
+
+def _target_file(result: CheckResult, diagnostic: Diagnostic) -> Path:
+    for target in result.targets:
+        if diagnostic in target.diagnostics:
+            return target.path
+    return diagnostic.location.path
 
 
 def _plural(count: int, word: str) -> str:

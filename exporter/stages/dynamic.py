@@ -35,8 +35,10 @@ def run(ctx: CheckContext) -> None:
         with torch.no_grad():
             eager = ctx.model(*new_args, **new_kwargs)
     except Exception as error:
-        ctx.report("ONNX403", f"PyTorch itself fails{situation}: {type(error).__name__}: "
-                   f"{str(error).splitlines()[0] if str(error) else ''}",
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        if any(d.rule == "ONNX102" for d in ctx.diagnostics):
+            raise StageSkipped(f"PyTorch itself fails{situation} (see ONNX102): {reason}") from None
+        ctx.report("ONNX403", f"PyTorch itself fails{situation}: {reason}",
                    ctx.map_frames(exception_frames(error)))
         return
     try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import onnx
 
 from exporter.context import CheckContext
@@ -48,6 +50,10 @@ def report_at_node(
         ctx.report(rule, f"{headline}: {detail}", fallback)
 
 
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : (\w+) : ")
+
+
 def _short(message: str, limit: int = 300) -> str:
     text = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    text = _ORT_PREFIX.sub(lambda m: f"{m[1]}: ", text)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -107,3 +107,16 @@ def test_console_script_runs_in_a_fresh_process():
     assert done.returncode == 1
     assert "eager_failure/model.py:11:16: error[ONNX004]" in done.stdout
     assert done.stderr == ""  # torch's own logging and warnings stay out of the way
+
+
+def test_project_defaults_from_pyproject(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.onnxlens]\nignore = ["ONNX106"]\natol = "tight"\ncolour = "blue"\n')
+    source = (FIXTURES / "data_dependent_branch" / "model.py").read_text()
+    (tmp_path / "model.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "model.py", "--format", "json"]) == 1
+    captured = capsys.readouterr()
+    assert [d["rule"] for d in json.loads(captured.out)["diagnostics"]] == ["ONNX101"]
+    assert "unknown key `colour` in [tool.onnxlens]" in captured.err
+    assert "`atol` in [tool.onnxlens] must be float, not str; ignored" in captured.err

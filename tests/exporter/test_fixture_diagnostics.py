@@ -10,6 +10,7 @@ EXPECTED = {
     "clean/factory.py": [],
     "clean/mlp.py": [],
     "clean/mnist.py": [],
+    "checker_failure/model.py": [("ONNX301", "model.py", 13, 16, 13, 32, "error")],
     "constructor_error/model.py": [("ONNX003", "model.py", 8, 22, 8, 34, "error")],
     "data_dependent_branch/model.py": [
         ("ONNX101", "model.py", 7, 12, 7, 19, "error"),
