@@ -21,7 +21,7 @@ def test_every_rule_has_a_page_with_the_sections():
 
 def test_index_lists_every_rule_and_nothing_else():
     index = (DOCS / "README.md").read_text(encoding="utf-8")
-    assert set(re.findall(r"\[(ONNX\d{3})\]", index)) == set(RULES)
+    assert set(re.findall(r"\[(ONNX\d{3})\.md\]", index)) == set(RULES)
     assert {p.stem for p in DOCS.glob("ONNX*.md")} == set(RULES)
 
 
