@@ -39,7 +39,7 @@ def run(ctx: CheckContext) -> None:
         strict_error = error
 
     draft, draft_error = _draft_export(ctx, dynamic_shapes)
-    found = _report_draft_failures(ctx, draft._report) if draft is not None else []
+    found = _report_draft_failures(ctx, draft) if draft is not None else []
     if not found:
         _report_exception(ctx, strict_error if draft_error is None else draft_error)
     if draft is None or not found:
@@ -81,7 +81,8 @@ def _pretty_source(source: str) -> str:
     return text.replace(".size()", ".shape")
 
 
-def _report_draft_failures(ctx: CheckContext, report: Any) -> list[Diagnostic]:
+def _report_draft_failures(ctx: CheckContext, draft: Any) -> list[Diagnostic]:
+    report = draft._report
     files = _torch_private.draft_report_files(report)
     found: list[Diagnostic] = []
     for failure in report.failures:
@@ -100,11 +101,28 @@ def _report_draft_failures(ctx: CheckContext, report: Any) -> list[Diagnostic]:
             ))
         elif kind == "GUARD_ADDED":
             found.append(report_guard(ctx, data, files))
+        elif kind in ("MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL"):
+            op = str(data.get("op") or "")
+            where = where or _op_call_site(ctx, draft, op)
+            problem = ("has no fake (meta) kernel" if kind == "MISSING_FAKE_KERNEL"
+                       else "has a fake kernel that disagrees with its real kernel")
+            found.append(ctx.report(
+                "ONNX105", f"The custom operator `{op}` {problem}, so torch.export cannot "
+                "trace it; the draft export made one up from the example inputs.", where,
+                hint="Register a fake kernel with `@<op>.register_fake` (torch.library) that "
+                     "computes the output shapes and dtypes without real data."))
         else:
             found.append(ctx.report(
-                "ONNX105", f"Capture problem {kind.lower().replace('_', ' ')}: "
-                f"{data.get('op') or data.get('reason') or ''!s}".rstrip(": "), where))
+                "ONNX105", f"Capture problem: {kind.lower().replace('_', ' ')}", where))
     return found
+
+
+def _op_call_site(ctx: CheckContext, program: Any, op: str) -> Any:
+    """Where the graph calls ``op`` (draft reports carry no stack for kernel problems)."""
+    for node in program.graph.nodes:
+        if node.op == "call_function" and str(node.target) == op:
+            return ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op)
+    return None
 
 
 def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],

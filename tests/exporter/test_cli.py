@@ -85,8 +85,8 @@ def test_clean_examples_exit_zero(in_fixtures, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["check", "does-not-exist"], "does-not-exist: no such file or directory"),
-    (["save", "clean/mlp.py", "-o", "x.onnx"], "expected FILE::TARGET"),
-    (["save", "clean/mlp.py::Nope", "-o", "x.onnx"], "has no export target 'Nope'"),
+    (["save", "clean/tokens.py", "-o", "x.onnx"], "expected FILE::TARGET"),
+    (["save", "clean/tokens.py::Nope", "-o", "x.onnx"], "has no export target 'Nope'"),
 ])
 def test_usage_errors_exit_two(in_fixtures, capsys, argv, message):
     assert main(argv) == 2

@@ -7,9 +7,9 @@ import pytest
 
 # (rule, file relative to the fixture workspace, start line, start col, end line, end col, severity)
 EXPECTED = {
+    "clean/convnet.py": [],
     "clean/factory.py": [],
-    "clean/mlp.py": [],
-    "clean/mnist.py": [],
+    "clean/tokens.py": [],
     "checker_failure/model.py": [("ONNX301", "model.py", 13, 16, 13, 32, "error")],
     "constructor_error/model.py": [("ONNX003", "model.py", 8, 22, 8, 34, "error")],
     "data_dependent_branch/model.py": [
@@ -37,6 +37,11 @@ EXPECTED = {
         ("ONNX001", "model.py", 4, 16, 4, 40, "error"),
         ("ONNX001", "model.py", 10, 43, 10, 72, "error"),
         ("ONNX001", "model.py", 16, 48, 16, 74, "error"),
+    ],
+    "missing_fake_kernel/model.py": [
+        ("ONNX105", "model.py", 12, 16, 12, 29, "error"),
+        ("ONNX106", "model.py", 12, 16, 12, 29, "warning"),
+        ("ONNX201", "model.py", 12, 16, 12, 29, "error"),
     ],
     "mixed/model.py": [
         ("ONNX101", "model.py", 8, 12, 8, 20, "error"),
@@ -113,18 +118,20 @@ def test_problem_in_helper_module_links_back_to_the_target(fixture_results):
 
 
 def test_clean_models_pass_every_stage_and_match_pytorch(fixture_results):
-    for name in ("clean/mlp.py", "clean/mnist.py"):
+    for name in ("clean/convnet.py", "clean/tokens.py"):
         (target,) = fixture_results[name][1].targets
         assert [s.state.value for s in target.stages] == ["passed"] * 7, name
         assert all(entry["matched"] for entry in target.summary["numerics"])
 
 
-def test_clean_mlp_keeps_dynamic_batch_and_names(fixture_results):
-    (target,) = fixture_results["clean/mlp.py"][1].targets
-    inputs = target.summary["inputs"]
-    assert [i["name"] for i in inputs] == ["tensor_input", "tensor_x", "list_input_index_0"]
-    assert all(i["shape"] == ["batch_size", 8] for i in inputs)
-    assert target.summary["outputs"][0]["name"] == "output"
+def test_names_and_dynamic_dims_reach_the_onnx_model(fixture_results):
+    (convnet,) = fixture_results["clean/convnet.py"][1].targets
+    assert convnet.summary["inputs"] == [
+        {"name": "images", "dtype": "float32", "shape": ["batch", 3, 16, 16]}]
+    assert convnet.summary["outputs"] == [
+        {"name": "probabilities", "dtype": "float32", "shape": ["batch", 5]}]
+    (tokens,) = fixture_results["clean/tokens.py"][1].targets
+    assert [i["shape"] for i in tokens.summary["inputs"]] == [["batch", "length"]] * 2
 
 
 def test_weightless_check_skips_what_needs_weights(fixture_results):

@@ -72,7 +72,7 @@ def test_suggested_dynamic_shapes_become_a_fix(sarif_logs):
 
 
 def test_rules_have_help_and_levels(sarif_logs):
-    rules = sarif_logs["clean/mlp.py"]["runs"][0]["tool"]["driver"]["rules"]
+    rules = sarif_logs["clean/factory.py"]["runs"][0]["tool"]["driver"]["rules"]
     by_id = {rule["id"]: rule for rule in rules}
     assert by_id["ONNX106"]["defaultConfiguration"]["level"] == "warning"
     assert by_id["ONNX201"]["helpUri"].endswith("/docs/rules/ONNX201.md")

@@ -26,14 +26,14 @@ def in_fixtures(monkeypatch):
 
 
 def test_save_writes_a_model_that_runs(in_fixtures, tmp_path, capsys):
-    output = tmp_path / "mnist.onnx"
-    assert main(["save", "clean/mnist.py::MNISTModel", "-o", str(output)]) == 0
+    output = tmp_path / "convnet.onnx"
+    assert main(["save", "clean/convnet.py::ConvNet", "-o", str(output)]) == 0
     assert f"wrote {output}" in capsys.readouterr().out
     session = ort.InferenceSession(str(output), providers=["CPUExecutionProvider"])
-    (result,) = session.run(None, {session.get_inputs()[0].name:
-                                   np.zeros((3, 1, 28, 28), np.float32)})
-    assert result.shape == (3, 10)  # the dynamic batch survived the save
-    assert sorted(os.listdir(tmp_path)) == ["mnist.onnx"]  # no temporary files left
+    assert [i.name for i in session.get_inputs()] == ["images"]
+    (result,) = session.run(None, {"images": np.zeros((3, 3, 16, 16), np.float32)})
+    assert result.shape == (3, 5)  # the dynamic batch survived the save
+    assert sorted(os.listdir(tmp_path)) == ["convnet.onnx"]  # no temporary files left
 
 
 def test_failed_export_leaves_the_previous_file_intact(in_fixtures, tmp_path, capsys):
@@ -47,10 +47,10 @@ def test_failed_export_leaves_the_previous_file_intact(in_fixtures, tmp_path, ca
 
 
 def test_external_data_past_the_threshold(in_fixtures, tmp_path):
-    output = tmp_path / "mlp.onnx"
-    assert main(["save", "clean/mlp.py::MLPModel", "-o", str(output),
+    output = tmp_path / "tokens.onnx"
+    assert main(["save", "clean/tokens.py::TokenPooler", "-o", str(output),
                  "--external-data-threshold", "1KB"]) == 0
-    data_files = sorted(p.name for p in tmp_path.glob("mlp.onnx.*.data"))
+    data_files = sorted(p.name for p in tmp_path.glob("tokens.onnx.*.data"))
     assert len(data_files) == 1
     model = load_model(output)
     assert onnx.checker.check_model(model) is None
@@ -58,7 +58,7 @@ def test_external_data_past_the_threshold(in_fixtures, tmp_path):
     # Saving again with other weights swaps the data file in and removes the stale one.
     model.graph.initializer[0].raw_data = bytes(len(model.graph.initializer[0].raw_data))
     save_model(model, output, external_data_threshold=1024)
-    after = sorted(p.name for p in tmp_path.glob("mlp.onnx.*.data"))
+    after = sorted(p.name for p in tmp_path.glob("tokens.onnx.*.data"))
     assert len(after) == 1 and after != [first]
     assert not np.any(onnx.numpy_helper.to_array(load_model(output).graph.initializer[0]))
 
@@ -121,10 +121,10 @@ def test_killed_mid_write_leaves_the_previous_file_intact(tmp_path):
 
 
 def test_run_prints_outputs_comparison_and_latency(in_fixtures, capsys):
-    assert main(["run", "clean/mlp.py::MLPModel", "--repeat", "5"]) == 0
+    assert main(["run", "clean/convnet.py::ConvNet", "--repeat", "5"]) == 0
     out = capsys.readouterr().out
-    assert "| output | [97, 2] | float32 |" in out
-    assert "| output | yes |" in out
+    assert "| probabilities | [2, 5] | float32 |" in out
+    assert "| probabilities | yes |" in out
     assert "p50 " in out and " ms · p90 " in out and "over 5 runs" in out
 
 
