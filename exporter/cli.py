@@ -98,18 +98,19 @@ def _size(text: str) -> int:
 # -- shared ----------------------------------------------------------------------------------
 
 def _session(config: ProjectConfig) -> Any:
+    for problem in config.problems:
+        print(f"onnxlens: warning: {problem}", file=sys.stderr)
     try:
         from exporter.context import Settings
         from exporter.session import ExportSession
+
+        return ExportSession(Settings(opset=config.get("opset"), atol=config.get("atol"),
+                                      rtol=config.get("rtol")))
     except ImportError as error:  # torch, onnx, onnxscript or onnxruntime is missing
         raise UsageError(
             f"ONNX904: a dependency of the export toolchain is missing ({error}). Install it "
-            "into this interpreter: pip install torch==2.13.0 onnx onnxscript onnxruntime"
+            f"into {sys.executable}: pip install torch==2.13.0 onnx onnxscript onnxruntime"
         ) from error
-    for problem in config.problems:
-        print(f"onnxlens: warning: {problem}", file=sys.stderr)
-    return ExportSession(Settings(opset=config.get("opset"), atol=config.get("atol"),
-                                  rtol=config.get("rtol")))
 
 
 def _python_files(paths: list[Path]) -> list[Path]:
@@ -148,6 +149,9 @@ def _write_atomically(path: Path, text: str) -> None:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(handle.name, 0o666 & ~umask)  # as a plain open() would have created it
     os.replace(handle.name, path)
 
 

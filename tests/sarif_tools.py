@@ -66,15 +66,23 @@ def _message_text(result: dict[str, Any], rules: list[dict[str, Any]]) -> str:
 
 
 def validate_with_multitool(sarif_path: pathlib.Path, timeout: float = 120.0) -> list[str]:
-    """Run ``Sarif.Multitool validate`` on a SARIF file; return its error-level findings.
+    """Run ``Sarif.Multitool validate`` on a SARIF file; return its error-level findings."""
+    return validate_many_with_multitool([sarif_path], timeout)[pathlib.Path(sarif_path).resolve()]
+
+
+def validate_many_with_multitool(
+    sarif_paths: list[pathlib.Path], timeout: float = 300.0
+) -> dict[pathlib.Path, list[str]]:
+    """Validate several SARIF files in one Multitool run (it starts slowly); errors by file.
 
     The tool exits 0 even when it finds errors, so its own SARIF output is parsed: each
     result whose level (or its rule's default level) is "error", and each error-level tool
     notification, becomes one ``"<ruleId>: <message>"`` string.
     """
-    sarif_path = pathlib.Path(sarif_path).resolve()
-    if not sarif_path.is_file():
-        raise FileNotFoundError(sarif_path)
+    paths = [pathlib.Path(p).resolve() for p in sarif_paths]
+    for sarif_path in paths:
+        if not sarif_path.is_file():
+            raise FileNotFoundError(sarif_path)
     tool = multitool_path()
     if not tool.is_file() or not os.access(tool, os.X_OK):
         raise RuntimeError(f"SARIF Multitool not found at {tool}: {_INSTALL_HINT}")
@@ -83,7 +91,7 @@ def validate_with_multitool(sarif_path: pathlib.Path, timeout: float = 120.0) ->
     env.setdefault("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
     with tempfile.TemporaryDirectory(prefix="sarif-validate-") as tmp:
         out = pathlib.Path(tmp) / "validation.sarif"
-        cmd = [str(tool), "validate", str(sarif_path), "--output", str(out)]
+        cmd = [str(tool), "validate", *map(str, paths), "--output", str(out)]
         proc = subprocess.run(
             cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout, check=False
         )
@@ -93,18 +101,31 @@ def validate_with_multitool(sarif_path: pathlib.Path, timeout: float = 120.0) ->
                 f"{proc.stdout}\n{proc.stderr}"
             )
         report = json.loads(out.read_text(encoding="utf-8-sig"))
-    errors: list[str] = []
+    errors: dict[pathlib.Path, list[str]] = {path: [] for path in paths}
     for run in report.get("runs", []):
         rules = run.get("tool", {}).get("driver", {}).get("rules", [])
         levels = {r.get("id"): r.get("defaultConfiguration", {}).get("level") for r in rules}
         for res in run.get("results", []):
             level = res.get("level") or levels.get(res.get("ruleId")) or "warning"
             if level == "error":
-                errors.append(f"{res.get('ruleId')}: {_message_text(res, rules)}")
+                where = _result_file(res, paths)
+                errors[where].append(f"{res.get('ruleId')}: {_message_text(res, rules)}")
         for inv in run.get("invocations", []):
             for note in inv.get("toolExecutionNotifications", []) + inv.get(
                 "toolConfigurationNotifications", []
             ):
                 if note.get("level", "warning") == "error":
-                    errors.append(f"notification: {note.get('message', {}).get('text')}")
+                    message = f"notification: {note.get('message', {}).get('text')}"
+                    for found in errors.values():
+                        found.append(message)
     return errors
+
+
+def _result_file(result: dict[str, Any], paths: list[pathlib.Path]) -> pathlib.Path:
+    """The validated file a Multitool result is about (its first location's artifact)."""
+    for location in result.get("locations", []):
+        uri = location.get("physicalLocation", {}).get("artifactLocation", {}).get("uri", "")
+        for path in paths:
+            if uri == path.as_uri() or uri.endswith("/" + path.name):
+                return path
+    return paths[0]

@@ -120,3 +120,23 @@ def test_project_defaults_from_pyproject(tmp_path, monkeypatch, capsys):
     assert [d["rule"] for d in json.loads(captured.out)["diagnostics"]] == ["ONNX101"]
     assert "unknown key `colour` in [tool.onnxlens]" in captured.err
     assert "`atol` in [tool.onnxlens] must be float, not str; ignored" in captured.err
+
+
+def test_file_that_is_not_utf8_is_a_diagnostic(tmp_path, monkeypatch, capsys):
+    (tmp_path / "latin.py").write_bytes(b"# onnx-export: args=()\nclass A:\n    name = '\xe9'\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "latin.py"]) == 1
+    out = capsys.readouterr().out
+    assert "latin.py:1:1: error[ONNX002]: The file cannot be read" in out
+
+
+def test_missing_toolchain_is_reported_not_a_traceback(tmp_path):
+    bare = subprocess.run(["python3", "-c", "import torch"], capture_output=True)
+    if bare.returncode == 0:
+        pytest.skip("the system python has torch: no interpreter without it here")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(["python3", "-m", "exporter.cli", "check", str(FIXTURES / "clean")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "ONNX904: a dependency of the export toolchain is missing" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -4,12 +4,15 @@ Microsoft SARIF Multitool with no error-level result."""
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from exporter.sarif import sarif_dict
-from tests.sarif_tools import validate_with_multitool, validate_with_schema
+from tests.sarif_tools import (
+    validate_many_with_multitool,
+    validate_with_multitool,
+    validate_with_schema,
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +32,20 @@ def test_every_fixture_log_passes_the_multitool(sarif_logs, tmp_path):
         path = tmp_path / (name.replace("/", "__") + ".sarif")
         path.write_text(json.dumps(log), encoding="utf-8")
         paths[name] = path
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        errors = dict(zip(paths, pool.map(validate_with_multitool, paths.values())))
+    by_file = validate_many_with_multitool(list(paths.values()))
+    errors = {name: by_file[path.resolve()] for name, path in paths.items()}
     assert {name: found for name, found in errors.items() if found} == {}
+
+
+def test_the_multitool_check_can_fail(tmp_path):
+    broken = tmp_path / "broken.sarif"
+    broken.write_text(json.dumps({"version": "2.1.0", "runs": [{
+        "tool": {"driver": {"name": "x"}},
+        "results": [{"message": {"text": "m"}, "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": "a.py"}, "region": {"startLine": 0}}}]}]}]}))
+    found = validate_with_multitool(broken)
+    assert any(error.startswith("JSON1008") for error in found)
+    assert any(error.startswith("SARIF1010") for error in found)
 
 
 def test_results_carry_rule_region_fingerprint_and_relative_uri(sarif_logs):
