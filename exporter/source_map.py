@@ -65,12 +65,26 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(sorted(roots))
 
 
+# Never the primary location, even from a source checkout inside the workspace.
+_TOOLCHAIN_PACKAGES = {"torch", "onnxscript", "onnx", "onnxruntime", "onnx_ir"}
+
+
 def is_library_path(path: Path) -> bool:
-    """Installed packages, the standard library, and onnxlens itself."""
+    """Installed packages, the standard library, the export toolchain, and onnxlens itself."""
     if "site-packages" in path.parts or "dist-packages" in path.parts:
         return True
     text = str(path)
-    return any(text.startswith(root + "/") for root in _library_roots())
+    if any(text.startswith(root + "/") for root in _library_roots()):
+        return True
+    return _inside_toolchain_package(path.parent)
+
+
+@lru_cache(maxsize=1024)
+def _inside_toolchain_package(directory: Path) -> bool:
+    for parent in (directory, *directory.parents):
+        if parent.name in _TOOLCHAIN_PACKAGES and (parent / "__init__.py").is_file():
+            return True
+    return False
 
 
 def is_user_frame(path: Path, workspace: Path) -> bool:
@@ -134,12 +148,13 @@ def _narrow_by_ast(path: Path, line: int, hint: str | None) -> Range | None:
         chosen = _match_hint(candidates, hint)
         if chosen is not None:
             return node_range(chosen, lines)
+    one_line = getattr(focus, "lineno", None) == line == getattr(focus, "end_lineno", None)
+    if one_line and isinstance(statement, (ast.If, ast.While)):
+        return node_range(focus, lines)  # the whole condition decides the branch
     calls = [node for node in candidates if isinstance(node, ast.Call)]
     if len(calls) == 1:
         return node_range(calls[0], lines)
-    if getattr(focus, "lineno", None) == line and getattr(focus, "end_lineno", None) == line:
-        return node_range(focus, lines)
-    return None
+    return node_range(focus, lines) if one_line else None
 
 
 def _statement_focus(statement: ast.stmt) -> ast.AST:

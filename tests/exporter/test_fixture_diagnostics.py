@@ -13,8 +13,8 @@ EXPECTED = {
     "checker_failure/model.py": [("ONNX301", "model.py", 13, 16, 13, 32, "error")],
     "constructor_error/model.py": [("ONNX003", "model.py", 8, 22, 8, 34, "error")],
     "data_dependent_branch/model.py": [
-        ("ONNX101", "model.py", 7, 12, 7, 19, "error"),
-        ("ONNX106", "model.py", 7, 12, 7, 19, "warning"),
+        ("ONNX101", "model.py", 7, 12, 7, 23, "error"),
+        ("ONNX106", "model.py", 7, 12, 7, 23, "warning"),
     ],
     "data_dependent_size/model.py": [
         ("ONNX101", "model.py", 7, 13, 7, 38, "error"),
@@ -44,8 +44,8 @@ EXPECTED = {
         ("ONNX201", "model.py", 12, 16, 12, 29, "error"),
     ],
     "mixed/model.py": [
-        ("ONNX101", "model.py", 8, 12, 8, 20, "error"),
-        ("ONNX106", "model.py", 8, 12, 8, 20, "warning"),
+        ("ONNX101", "model.py", 8, 12, 8, 24, "error"),
+        ("ONNX106", "model.py", 8, 12, 8, 24, "warning"),
         ("ONNX201", "model.py", 7, 13, 7, 32, "error"),
         ("ONNX201", "model.py", 10, 13, 10, 29, "error"),
     ],
