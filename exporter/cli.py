@@ -76,7 +76,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--format", choices=("text", "json"), default="text")
     run.add_argument("--root", type=Path)
     run.set_defaults(handler=_run)
+
+    lsp = commands.add_parser("lsp", help="start the language server (stdio, or --tcp)")
+    lsp.add_argument("--tcp", metavar="HOST:PORT")
+    lsp.set_defaults(handler=_lsp)
     return parser
+
+
+def _lsp(args: argparse.Namespace) -> int:
+    from lsp_server.__main__ import main as lsp_main
+
+    return lsp_main(["--tcp", args.tcp] if args.tcp else [])
 
 
 def _rule_list(text: str) -> list[str]:

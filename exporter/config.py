@@ -12,7 +12,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-KNOWN_KEYS = {"opset": int, "atol": float, "rtol": float, "select": list, "ignore": list}
+KNOWN_KEYS = {"opset": int, "atol": float, "rtol": float, "select": list, "ignore": list,
+              # used by the language server only
+              "timeout": float, "trigger": str, "sarif-output": str, "memory-limit-mb": int}
 
 
 @dataclass

@@ -9,9 +9,29 @@ from pathlib import Path
 
 from exporter.diagnostics import Range
 
+# Unsaved editor buffers: path -> text. A check reads these instead of the file on disk.
+_OVERLAYS: dict[str, str] = {}
+
+
+def set_overlay(path: Path, text: str | None) -> None:
+    """Make ``text`` the content of ``path`` for this process (None removes it)."""
+    key = str(path.resolve())
+    if text is None:
+        _OVERLAYS.pop(key, None)
+    else:
+        _OVERLAYS[key] = text
+    _cached_lines.cache_clear()
+
+
+def overlay(path: Path) -> str | None:
+    return _OVERLAYS.get(str(path.resolve())) if _OVERLAYS else None
+
 
 def read_source(path: Path) -> str:
-    """Read a Python file honouring its PEP 263 encoding declaration."""
+    """Read a Python file honouring its PEP 263 encoding declaration (or its overlay)."""
+    text = overlay(path)
+    if text is not None:
+        return text
     with tokenize.open(path) as handle:
         return handle.read()
 
@@ -25,6 +45,9 @@ def _cached_lines(path: str, mtime_ns: int) -> tuple[str, ...]:
 
 
 def source_lines(path: Path) -> tuple[str, ...]:
+    text = overlay(path)
+    if text is not None:
+        return tuple(text.splitlines())
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from exporter.source_map import is_library_path
+from exporter.sourcetext import overlay
 
 
 def _module_name(path: Path, workspace: Path) -> str:
@@ -79,5 +80,9 @@ def import_file(path: Path, workspace: Path) -> ModuleType:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    text = overlay(path)
+    if text is None:
+        spec.loader.exec_module(module)
+    else:  # an unsaved editor buffer: run what the user sees, under the file's name
+        exec(compile(text, str(path), "exec"), module.__dict__)
     return module

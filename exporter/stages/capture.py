@@ -144,7 +144,61 @@ def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
         if option is not None:
             extra["fix"] = {"title": "Apply the suggested dynamic_shapes",
                             "path": str(ctx.target.path), "range": option.range, "text": source}
+    option = ctx.target.options.get("dynamic_shapes")
+    static = _without_dims(ctx, list(sources.values())) if option is not None else None
+    if static is not None:
+        extra["static_fix"] = {"title": f"Make {described} static (the code needs one size)",
+                               "path": str(ctx.target.path), "range": option.range,
+                               "text": static}
     return ctx.report("ONNX102", message, where, data=extra)
+
+
+_SOURCE = re.compile(r"L\['(\w+)'\]((?:\[(?:'[^']*'|\d+)\])*)\.size\(\)\[(\d+)\]")
+
+
+def _without_dims(ctx: CheckContext, sources: list[str]) -> str | None:
+    """The pragma's dynamic_shapes with the specialized dimensions removed, as source."""
+    import inspect
+
+    def thaw(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [thaw(item) for item in value]
+        if isinstance(value, dict):
+            return {key: thaw(item) for key, item in value.items()}
+        return value
+
+    spec = thaw(ctx.dynamic_shapes)
+    try:
+        names = list(inspect.signature(ctx.model.forward).bind(*ctx.args, **ctx.kwargs).arguments)
+    except (TypeError, ValueError):
+        return None
+    for source in sources:
+        match = _SOURCE.fullmatch(source)
+        if match is None or match[1] not in names:
+            return None
+        root: Any = spec
+        key: Any = match[1] if isinstance(spec, dict) else names.index(match[1])
+        steps = [key] + [int(s) if s.isdigit() else s.strip("'")
+                         for s in re.findall(r"\[('[^']*'|\d+)\]", match[2])]
+        try:
+            for step in steps[:-1]:
+                root = root[step]
+            leaf = root[steps[-1]]
+            axis = int(match[3])
+            if isinstance(leaf, dict):
+                leaf.pop(axis, None)
+                if not leaf:
+                    root[steps[-1]] = None
+            elif isinstance(leaf, list):
+                leaf[axis] = None
+            else:
+                return None
+        except (KeyError, IndexError, TypeError):
+            return None
+    if isinstance(spec, (list, dict)) and all(
+            v is None for v in (spec.values() if isinstance(spec, dict) else spec)):
+        return "None"
+    return _suggestion_source(tuple(spec) if isinstance(ctx.dynamic_shapes, tuple) else spec)
 
 
 def _suggestion_source(suggestion: Any) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from exporter import ort_runner
 from exporter.context import CheckContext
 from exporter.stages.base import StageFailed
@@ -15,8 +17,10 @@ def run(ctx: CheckContext) -> None:
         report_at_node(ctx, "ONNX401", "ONNX Runtime cannot create a session", str(error))
         raise StageFailed from error
     try:
+        started = time.perf_counter()
         ctx.ort_outputs = ort_runner.run(
             ctx.ort_session, ort_runner.flat_inputs(ctx.args, ctx.kwargs))
+        ctx.summary["ort_run_ms"] = (time.perf_counter() - started) * 1000
     except Exception as error:
         report_at_node(ctx, "ONNX402", "ONNX Runtime failed to run the model", str(error))
         raise StageFailed from error

@@ -45,7 +45,8 @@ def run(ctx: CheckContext) -> None:
             "ONNX201",
             f"`{original_name}` has no ONNX translation{via}; the export fails here.",
             ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
-            data={"operator": original_name, "decomposed_operator": op},
+            data={"operator": original_name, "decomposed_operator": op,
+                  **_overload_data(original if original is not None else node.target)},
         )
     if missing:
         raise StageFailed
@@ -58,6 +59,15 @@ def run(ctx: CheckContext) -> None:
     _rename_io(ctx)
     _torch_private.rename_dynamic_axes(ctx.onnx_program, ctx.dynamic_shapes)
     _finish(ctx)
+
+
+def _overload_data(overload: Any) -> dict[str, Any]:
+    """What a translation stub needs: ``torch.ops.aten.i0.default`` and its argument names."""
+    schema = getattr(overload, "_schema", None)
+    if schema is None:
+        return {}
+    return {"overload": f"torch.ops.{overload}",
+            "arguments": [argument.name for argument in schema.arguments]}
 
 
 def _translate_publicly(ctx: CheckContext) -> None:

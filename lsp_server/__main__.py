@@ -1,0 +1,30 @@
+"""``python -m lsp_server [--tcp HOST:PORT]``: the onnxlens language server."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="onnxlens-lsp", description=__doc__)
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    parser.add_argument("--log-file", help="write the server's debug log here")
+    args = parser.parse_args(argv)
+    if args.log_file:
+        logging.basicConfig(filename=args.log_file, level=logging.DEBUG)
+    from lsp_server.server import server
+
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        if not host or not port.isdigit():
+            parser.error(f"--tcp takes HOST:PORT, not {args.tcp!r}")
+        server.start_tcp(host, int(port))
+    else:
+        server.start_io()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

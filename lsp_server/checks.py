@@ -1,0 +1,179 @@
+"""Scheduling checks: per document, a newer request cancels the older check; results carry
+the version they were computed for, and a result superseded by a newer request is dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from exporter.diagnostics import Diagnostic, Location, merge_duplicates
+from exporter.result import CheckResult, StageState, StageStatus, TargetResult
+from exporter.serialize import result_from_data
+from exporter.targets import Target, discover
+from lsp_server.store import DocumentState
+
+if TYPE_CHECKING:
+    from lsp_server.server import OnnxLensServer
+
+log = logging.getLogger(__name__)
+
+_FAILURES = {
+    "timeout": ("ONNX901", "The check of `{target}` did not finish within {timeout:g} s and "
+                "was stopped (an endless loop, or a model too slow to check?)."),
+    "memory": ("ONNX903", "The check of `{target}` went past the memory limit of {memory} MB "
+               "and was stopped."),
+    "crashed": ("ONNX902", "The process checking `{target}` died: {detail}. The server and "
+                "the worker are still running."),
+}
+
+
+class Checker:
+    def __init__(self, server: OnnxLensServer) -> None:
+        self.server = server
+        self.documents: dict[str, DocumentState] = {}
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+
+    def state(self, uri: str) -> DocumentState:
+        return self.documents.setdefault(uri, DocumentState())
+
+    # -- requests ------------------------------------------------------------------------
+
+    def request(self, uri: str, version: int | None, text: str, *, delay: float = 0.0
+                ) -> asyncio.Task[None] | None:
+        """Check the document (after ``delay`` seconds, for typing); cancels older checks."""
+        self.cancel(uri)
+        state = self.state(uri)
+        state.requested_version = version
+        if delay > 0:
+            loop = asyncio.get_running_loop()
+            self.timers[uri] = loop.call_later(delay, self._start, uri, version, text)
+            return None
+        return self._start(uri, version, text)
+
+    def _start(self, uri: str, version: int | None, text: str) -> asyncio.Task[None]:
+        self.timers.pop(uri, None)
+        task = asyncio.create_task(self._check(uri, version, text))
+        self.tasks[uri] = task
+        task.add_done_callback(lambda done: self._forget(uri, done))
+        return task
+
+    def _forget(self, uri: str, task: asyncio.Task[None]) -> None:
+        if self.tasks.get(uri) is task:
+            del self.tasks[uri]
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("check of %s failed", uri, exc_info=error)
+
+    def cancel(self, uri: str) -> None:
+        timer = self.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        task = self.tasks.pop(uri, None)
+        if task is not None:
+            task.cancel()
+
+    def close(self, uri: str) -> None:
+        self.cancel(uri)
+        self.documents.pop(uri, None)
+
+    # -- one check -----------------------------------------------------------------------
+
+    async def _check(self, uri: str, version: int | None, text: str) -> None:
+        server = self.server
+        path = server.path_of(uri)
+        state = self.state(uri)
+        found = discover(path, text)
+        if not found.targets:
+            self._publish(uri, version, CheckResult(file_diagnostics=found.diagnostics,
+                                                    files=[path]))
+            return
+        state.checking = True
+        server.refresh_code_lens()
+        progress = await server.progress_begin(f"Checking {path.name}",
+                                               f"{len(found.targets)} export target(s)")
+        cancelled = progress.cancelled if progress else None
+        try:
+            jobs = [self._run_target(path, text, target) for target in found.targets]
+            gathered = asyncio.gather(*jobs)
+            if cancelled is not None:
+                cancelled.add_done_callback(lambda _: gathered.cancel())
+            results = await gathered
+        except asyncio.CancelledError:
+            if progress:
+                server.progress_end(progress, "Cancelled")
+            state.checking = False
+            if self.tasks.get(uri) is asyncio.current_task():
+                server.refresh_code_lens()
+            raise
+        state.checking = False
+        if progress:
+            problems = sum(len(r.diagnostics) for r in results) + len(found.diagnostics)
+            server.progress_end(progress, f"{problems} problem(s)")
+        if state.requested_version != version:
+            return  # a newer request superseded this one
+        self._publish(uri, version, CheckResult(targets=list(results),
+                                                file_diagnostics=found.diagnostics,
+                                                files=[path]))
+
+    async def _run_target(self, path: Path, text: str, target: Target) -> TargetResult:
+        settings = self.server.settings
+        request = {"op": "check", "file": str(path), "workspace": str(self.server.root_for(path)),
+                   "target": target.name, "text": text,
+                   "timeout": settings.timeoutSeconds, "memory_limit_mb": settings.memoryLimitMB,
+                   "settings": {"opset": settings.opset, "atol": settings.atol,
+                                "rtol": settings.rtol}}
+        answer = await self.server.submit(request)
+        return self._target_result(target, answer)
+
+    def _target_result(self, target: Target, answer: dict[str, Any]) -> TargetResult:
+        if "answer" in answer and "result" in answer["answer"]:
+            (result,) = result_from_data(answer["answer"]["result"]).targets
+            return result
+        settings = self.server.settings
+        failure = answer.get("failure") or "crashed"
+        detail = answer.get("detail") or (answer.get("answer") or {}).get("error") or "unknown"
+        rule, template = _FAILURES.get(failure, _FAILURES["crashed"])
+        if failure == "cancelled":
+            raise asyncio.CancelledError
+        message = template.format(target=target.name, timeout=settings.timeoutSeconds,
+                                  memory=settings.memoryLimitMB, detail=detail)
+        diagnostic = Diagnostic(rule, message, Location(target.path, target.definition),
+                                target=target.name)
+        status = StageStatus("check", StageState.FAILED, float(answer.get("seconds") or 0),
+                             failure)
+        return TargetResult(target.name, target.path, target.definition, [status], [diagnostic])
+
+    def _publish(self, uri: str, version: int | None, result: CheckResult) -> None:
+        state = self.state(uri)
+        state.targets = {t.name: t for t in result.targets}
+        state.version = version
+        diagnostics = self.server.filter(merge_duplicates(result.diagnostics))
+        self.server.replace_diagnostics(uri, version, diagnostics)
+        self.server.refresh_code_lens()
+        self.server.after_check()
+
+
+async def with_progress(server: OnnxLensServer, title: str,
+                        work: Callable[[], Awaitable[Any]]) -> Any:
+    """Run a command's work inside work-done progress that the user can cancel."""
+    progress = await server.progress_begin(title, None)
+    task = asyncio.ensure_future(work())
+    if progress and progress.cancelled is not None:
+        progress.cancelled.add_done_callback(lambda _: task.cancel())
+    try:
+        result = await task
+    except asyncio.CancelledError:
+        if progress:
+            server.progress_end(progress, "Cancelled")
+        raise
+    if progress:
+        server.progress_end(progress, "Done")
+    return result
+
+
+def new_token() -> str:
+    return f"onnxlens-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,90 @@
+"""exporter diagnostics → LSP diagnostics, honouring the client's capabilities and the
+negotiated position encoding (exporter columns count code points, LSP's default is UTF-16)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from exporter.diagnostics import Diagnostic, Range
+from exporter.rules import RULES, Severity
+from exporter.serialize import range_to_data
+from exporter.sourcetext import source_lines
+
+_SEVERITY = {Severity.ERROR: types.DiagnosticSeverity.Error,
+             Severity.WARNING: types.DiagnosticSeverity.Warning,
+             Severity.INFO: types.DiagnosticSeverity.Information}
+
+
+def path_uri(path: Path) -> str:
+    return from_fs_path(str(path)) or path.as_uri()
+
+
+class PositionConverter:
+    """Columns from code points to the client's encoding, per line of text."""
+
+    def __init__(self, encoding: str, lines_of: Any) -> None:
+        self.encoding = encoding
+        self.lines_of = lines_of  # Path -> tuple[str, ...]
+
+    def column(self, path: Path, line: int, column: int) -> int:
+        """1-based code-point column → 0-based column in the client's encoding."""
+        lines = self.lines_of(path)
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        prefix = text[: max(column - 1, 0)]
+        if self.encoding == types.PositionEncodingKind.Utf8:
+            return len(prefix.encode("utf-8"))
+        if self.encoding == types.PositionEncodingKind.Utf32:
+            return len(prefix)
+        return len(prefix.encode("utf-16-le")) // 2
+
+    def range(self, path: Path, range_: Range) -> types.Range:
+        start, end = range_.start, range_.end
+        return types.Range(
+            start=types.Position(line=start.line - 1,
+                                 character=self.column(path, start.line, start.column)),
+            end=types.Position(line=end.line - 1,
+                               character=self.column(path, end.line, end.column)))
+
+
+def disk_lines(path: Path) -> tuple[str, ...]:
+    return source_lines(path)
+
+
+def _data(diagnostic: Diagnostic) -> dict[str, Any]:
+    data: dict[str, Any] = {"rule": diagnostic.rule, "target": diagnostic.target}
+    for key, value in diagnostic.data.items():
+        if isinstance(value, dict) and isinstance(value.get("range"), Range):
+            value = {**value, "range": range_to_data(value["range"])}
+        data[key] = value
+    return data
+
+
+def to_lsp(diagnostic: Diagnostic, capabilities: types.ClientCapabilities,
+           positions: PositionConverter) -> types.Diagnostic:
+    publish = capabilities.text_document.publish_diagnostics if capabilities.text_document \
+        else None
+    related = None
+    if publish is not None and publish.related_information and diagnostic.related:
+        related = [types.DiagnosticRelatedInformation(
+            location=types.Location(uri=path_uri(r.location.path),
+                                    range=positions.range(r.location.path, r.location.range)),
+            message=r.message) for r in diagnostic.related]
+    description = None
+    if publish is not None and publish.code_description_support:
+        description = types.CodeDescription(href=RULES[diagnostic.rule].doc_url)
+    count = f" (×{diagnostic.count})" if diagnostic.count > 1 else ""
+    hint = f"\n{diagnostic.hint}" if diagnostic.hint else ""
+    return types.Diagnostic(
+        range=positions.range(diagnostic.location.path, diagnostic.location.range),
+        message=f"{diagnostic.message}{count}{hint}",
+        severity=_SEVERITY[Severity(diagnostic.severity)],
+        code=diagnostic.rule,
+        code_description=description,
+        source="onnxlens",
+        related_information=related,
+        data=_data(diagnostic),
+    )

@@ -1,0 +1,223 @@
+"""CodeLens, hover and code actions, built from a document's targets and its last results.
+Plain functions of their inputs: the server module wires them to LSP methods."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lsprotocol import types
+
+from exporter.result import StageState, TargetResult
+from exporter.targets import Target
+from lsp_server.convert import PositionConverter
+
+_STATE_MARKS = {StageState.PASSED: "✓", StageState.FAILED: "✗", StageState.SKIPPED: "–"}
+
+
+# -- CodeLens --------------------------------------------------------------------------------
+
+def lens_title(result: TargetResult | None, checking: bool, trusted: bool) -> str:
+    if not trusted:
+        return "ONNX · not checked (workspace not trusted)"
+    if checking:
+        return "ONNX · checking…"
+    if result is None:
+        return "ONNX · not checked yet"
+    errors = [d for d in result.diagnostics if d.severity == "error"]
+    if errors:
+        return f"✗ ONNX · {len(errors)} problem{'s' if len(errors) != 1 else ''}"
+    summary = result.summary
+    parts = ["✓ ONNX"]
+    if summary.get("nodes") is not None:
+        parts.append(f"{summary['nodes']} nodes")
+    if summary.get("opset") is not None:
+        parts.append(f"opset {summary['opset']}")
+    if summary.get("ort_run_ms") is not None:
+        parts.append(f"{summary['ort_run_ms']:.1f} ms")
+    warnings = len(result.diagnostics)
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return " · ".join(parts)
+
+
+def code_lenses(uri: str, targets: list[Target], results: dict[str, TargetResult],
+                checking: bool, trusted: bool, positions: PositionConverter
+                ) -> list[types.CodeLens]:
+    lenses = []
+    for target in targets:
+        where = positions.range(target.path, target.definition)
+        arguments = [uri, target.name]
+        title = lens_title(results.get(target.name), checking, trusted)
+        lenses.append(types.CodeLens(range=where, command=types.Command(
+            title=title, command="onnxlens.showReport", arguments=arguments)))
+        for label, command in (("Export", "onnxlens.export"), ("Save", "onnxlens.saveModel"),
+                               ("Run", "onnxlens.runModel")):
+            lenses.append(types.CodeLens(range=where, command=types.Command(
+                title=label, command=command, arguments=arguments)))
+    return lenses
+
+
+# -- hover -----------------------------------------------------------------------------------
+
+def _size(count: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if count < 1024 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} GB"
+
+
+def _io_table(title: str, values: list[dict[str, Any]]) -> list[str]:
+    if not values:
+        return []
+    rows = [f"| {title} | dtype | shape |", "|---|---|---|"]
+    for value in values:
+        shape = "×".join(str(d) for d in value.get("shape", [])) or "scalar"
+        rows.append(f"| `{value['name']}` | {value.get('dtype', '?')} | {shape} |")
+    return [*rows, ""]
+
+
+def report_markdown(name: str, result: TargetResult | None, checking: bool = False) -> str:
+    """The summary shown on hover and by ``onnxlens.showReport``."""
+    if result is None:
+        return f"**ONNX export: `{name}`** — " + ("checking…" if checking else "not checked yet")
+    errors = [d for d in result.diagnostics if d.severity == "error"]
+    status = "✗ does not export cleanly" if errors else "✓ exports"
+    summary = result.summary
+    lines = [f"**ONNX export: `{name}`** — {status}", ""]
+    facts = []
+    if summary.get("opset") is not None:
+        facts.append(f"opset {summary['opset']}")
+    if summary.get("nodes") is not None:
+        facts.append(f"{summary['nodes']} nodes")
+    if summary.get("parameters") is not None:
+        facts.append(f"{summary['parameters']:,} parameters")
+    if summary.get("initializer_bytes"):
+        facts.append(f"weights {_size(summary['initializer_bytes'])}")
+    if summary.get("ort_run_ms") is not None:
+        facts.append(f"ONNX Runtime run {summary['ort_run_ms']:.2f} ms")
+    if facts:
+        lines += [" · ".join(facts), ""]
+    lines += _io_table("input", summary.get("inputs") or [])
+    lines += _io_table("output", summary.get("outputs") or [])
+    operators = summary.get("operators") or {}
+    if operators:
+        shown = ", ".join(f"{op} ×{count}" for op, count in list(operators.items())[:12])
+        more = f", … ({len(operators) - 12} more)" if len(operators) > 12 else ""
+        lines += [f"Operators: {shown}{more}", ""]
+    stages = []
+    for stage in result.stages:
+        mark = _STATE_MARKS[stage.state]
+        detail = f" ({stage.reason})" if stage.reason else ""
+        stages.append(f"{mark} {stage.name} {stage.seconds:.2f} s{detail}")
+    lines += ["Stages: " + " · ".join(stages), ""]
+    for diagnostic in result.diagnostics:
+        start = diagnostic.location.range.start
+        lines.append(f"- `{diagnostic.rule}` {diagnostic.location.path.name}:{start.line}: "
+                     f"{diagnostic.message}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def hover(target: Target, result: TargetResult | None, checking: bool, markdown: bool,
+          positions: PositionConverter) -> types.Hover:
+    text = report_markdown(target.name, result, checking)
+    kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
+    return types.Hover(contents=types.MarkupContent(kind=kind, value=text),
+                       range=positions.range(target.path, target.definition))
+
+
+# -- code actions ----------------------------------------------------------------------------
+
+def _edit(uri: str, range_: types.Range, text: str) -> types.TextEdit:
+    return types.TextEdit(range=range_, new_text=text)
+
+
+def _fix_actions(uri: str, diagnostic: types.Diagnostic, positions: PositionConverter,
+                 path: Any) -> list[types.CodeAction]:
+    from exporter.serialize import range_from_data
+
+    data = diagnostic.data or {}
+    actions = []
+    for key in ("static_fix", "fix"):
+        fix = data.get(key)
+        if not fix:
+            continue
+        edit = _edit(uri, positions.range(path, range_from_data(fix["range"])), fix["text"])
+        actions.append(types.CodeAction(
+            title=fix["title"], kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+            edit=types.WorkspaceEdit(changes={uri: [edit]}), is_preferred=key == "static_fix"))
+    return actions
+
+
+def translation_stub_action(uri: str, diagnostic: types.Diagnostic, target: Target,
+                            lines: list[str], positions: PositionConverter
+                            ) -> types.CodeAction | None:
+    """ONNX201: an onnxscript function to fill in, registered in the pragma."""
+    data = diagnostic.data or {}
+    overload, arguments = data.get("overload"), data.get("arguments")
+    if not overload or arguments is None or target.pragma is None:
+        return None
+    short = overload.split(".")[-2]
+    function = f"{short}_translation"
+    if any(re.match(rf"\s*def {function}\(", line) for line in lines):
+        return None
+    parameters = ", ".join(["x" if a == "self" else a for a in arguments])
+    first = "x" if arguments and arguments[0] == "self" else (arguments[0] if arguments else "x")
+    stub = (f"def {function}({parameters}):\n"
+            f'    """ONNX translation of `{overload}`: replace the body with onnxscript '
+            f'ops."""\n'
+            f"    return op.Identity({first})  # TODO: the real computation\n\n\n")
+    edits = []
+    if not any(re.match(r"\s*from onnxscript import opset\d+ as op", line) for line in lines):
+        edits.append(_edit(uri, types.Range(start=types.Position(line=_import_line(lines),
+                                                                 character=0),
+                                            end=types.Position(line=_import_line(lines),
+                                                               character=0)),
+                           "from onnxscript import opset18 as op\n"))
+    pragma = target.pragma
+    entry = f"{overload}: {function}"
+    table = target.options.get("custom_translation_table")
+    if table is not None and table.source.startswith("{") and table.source != "{}":
+        start = positions.range(target.path, table.range).start
+        after_brace = types.Position(line=start.line, character=start.character + 1)
+        edits.append(_edit(uri, types.Range(start=after_brace, end=after_brace), f"{entry}, "))
+    elif table is not None:
+        edits.append(_edit(uri, positions.range(target.path, table.range), f"{{{entry}}}"))
+    else:
+        end = positions.range(target.path, pragma).end
+        edits.append(_edit(uri, types.Range(start=end, end=end),
+                           f",\n#     custom_translation_table={{{entry}}}"))
+    insert_at = types.Position(line=pragma.start.line - 1, character=0)
+    edits.append(_edit(uri, types.Range(start=insert_at, end=insert_at), stub))
+    return types.CodeAction(
+        title=f"Add a custom ONNX translation stub for {data.get('operator', short)}",
+        kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+        edit=types.WorkspaceEdit(changes={uri: edits}))
+
+
+def _import_line(lines: list[str]) -> int:
+    """The 0-based line after the module's last top-level import."""
+    last = 0
+    for number, line in enumerate(lines):
+        if line.startswith(("import ", "from ")):
+            last = number + 1
+        elif line and not line.startswith(("#", '"""', "'''")) and last:
+            break
+    return last
+
+
+def code_actions(uri: str, diagnostics: list[types.Diagnostic], targets: dict[str, Target],
+                 lines: list[str], positions: PositionConverter, path: Any
+                 ) -> list[types.CodeAction]:
+    actions: list[types.CodeAction] = []
+    for diagnostic in diagnostics:
+        if diagnostic.source != "onnxlens" or not isinstance(diagnostic.data, dict):
+            continue
+        actions += _fix_actions(uri, diagnostic, positions, path)
+        target = targets.get(diagnostic.data.get("target", ""))
+        if diagnostic.code == "ONNX201" and target is not None:
+            stub = translation_stub_action(uri, diagnostic, target, lines, positions)
+            if stub is not None:
+                actions.append(stub)
+    return actions

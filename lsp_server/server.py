@@ -1,0 +1,534 @@
+"""The onnxlens language server: thin LSP handlers over the checker, the store and the
+worker. It never imports torch: checks run in the export worker (``worker_main``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from exporter import __version__
+from exporter.config import find_root, load_config
+from exporter.diagnostics import Diagnostic
+from exporter.report import filter_rules
+from exporter.result import CheckResult
+from exporter.serialize import diagnostic_from_data
+from exporter.sourcetext import source_lines
+from exporter.targets import Target, discover
+from lsp_server import features
+from lsp_server.checks import Checker, new_token, with_progress
+from lsp_server.convert import PositionConverter, path_uri, to_lsp
+from lsp_server.settings import Settings, apply, from_pyproject
+from lsp_server.store import DiagnosticsStore, group_by_file
+from lsp_server.worker_client import WorkerClient, WorkerUnavailable
+
+log = logging.getLogger(__name__)
+
+TRUST_NOTIFICATION = "onnxlens/trustChanged"
+STATUS_REQUEST = "onnxlens/status"
+_LOG_LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warning,
+               "info": types.MessageType.Info, "debug": types.MessageType.Log}
+
+
+class Progress:
+    def __init__(self, token: str, cancelled: Any) -> None:
+        self.token = token
+        self.cancelled = cancelled
+
+
+class OnnxLensServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("onnxlens", __version__,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.settings = Settings()
+        self.trusted = False
+        self.initialization_settings: Any = None
+        self.store = DiagnosticsStore()
+        self.checker = Checker(self)
+        self.worker = WorkerClient(on_output=self._worker_output, on_state=self._worker_state)
+        self.worker_state = "stopped"
+        self.root: Path | None = None
+        self._restart_lock = asyncio.Lock()
+        self._background: set[asyncio.Future[Any]] = set()
+
+    def spawn(self, work: Any) -> None:
+        """Run a coroutine in the background, keeping a reference until it is done."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- helpers used by the features ----------------------------------------------------
+
+    def path_of(self, uri: str) -> Path:
+        return Path(to_fs_path(uri) or uri)
+
+    def root_for(self, path: Path) -> Path:
+        if self.root is not None:
+            try:
+                path.resolve().relative_to(self.root)
+                return self.root
+            except ValueError:
+                pass
+        return find_root(path)
+
+    def lines_of(self, path: Path) -> tuple[str, ...]:
+        document = self.workspace.text_documents.get(path_uri(path))
+        if document is not None:
+            return tuple(document.source.splitlines())
+        return source_lines(path)
+
+    def positions(self) -> PositionConverter:
+        encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
+        return PositionConverter(str(encoding), self.lines_of)
+
+    def log(self, message: str, level: str = "info") -> None:
+        order = list(_LOG_LEVELS)
+        if order.index(level) <= order.index(self.settings.logLevel):
+            self.window_log_message(types.LogMessageParams(type=_LOG_LEVELS[level],
+                                                           message=message))
+
+    def tell(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        """Only for what the user must act on."""
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+        return filter_rules(diagnostics, self.settings.select or None,
+                            self.settings.ignore or None)
+
+    # -- progress ------------------------------------------------------------------------
+
+    async def progress_begin(self, title: str, message: str | None) -> Progress | None:
+        window = self.client_capabilities.window
+        if window is None or not window.work_done_progress:
+            return None
+        token = new_token()
+        try:
+            # Shielded: a check cancelled meanwhile must not cancel pygls' own future.
+            await asyncio.shield(self.work_done_progress.create_async(token))
+        except Exception:
+            return None
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title=title, message=message, cancellable=True))
+        return Progress(token, self.work_done_progress.tokens.get(token))
+
+    def progress_end(self, progress: Progress, message: str) -> None:
+        self.work_done_progress.end(progress.token, types.WorkDoneProgressEnd(message=message))
+
+    # -- worker --------------------------------------------------------------------------
+
+    def _worker_output(self, line: str) -> None:
+        self.log(f"worker: {line}", "debug")
+
+    def _worker_state(self, state: str) -> None:
+        self.worker_state = state
+        self.log(f"export worker {state}", "info" if state != "down" else "warning")
+        if state == "down" and self.trusted:
+            self.spawn(self._revive_worker())
+
+    async def _revive_worker(self) -> None:
+        async with self._restart_lock:
+            if self.worker.process is None and self.trusted:
+                await self.worker.restart()
+
+    async def start_worker(self) -> None:
+        if not self.trusted:
+            return
+        await self.worker.start()
+        self.spawn(self._report_worker_start())
+
+    async def _report_worker_start(self) -> None:
+        try:
+            ready = await self.worker.wait_ready()
+            self.log(f"export worker ready in {ready.get('seconds')} s (pid {ready.get('pid')})")
+        except WorkerUnavailable as error:
+            self.tell(f"onnxlens cannot check models: {error}. Install torch, onnx, "
+                      "onnxscript and onnxruntime into the interpreter that runs the server "
+                      "(pip install torch==2.13.0 onnx onnxscript onnxruntime).",
+                      types.MessageType.Error)
+
+    async def submit(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await self.worker.submit(request)
+        except WorkerUnavailable as error:
+            return {"failure": "crashed", "detail": str(error)}
+
+    # -- settings ------------------------------------------------------------------------
+
+    async def load_settings(self) -> None:
+        settings = Settings()
+        problems: list[str] = []
+        if self.root is not None:
+            project = load_config(self.root)
+            problems += project.problems
+            settings, found = apply(settings, from_pyproject(project.values), "pyproject.toml")
+            problems += found
+        settings, found = apply(settings, self.initialization_settings, "initializationOptions")
+        problems += found
+        workspace = self.client_capabilities.workspace
+        if workspace is not None and workspace.configuration:
+            try:
+                (configured,) = await self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section="onnxlens")]))
+            except Exception as error:
+                self.log(f"workspace/configuration failed: {error}", "warning")
+                configured = None
+            settings, found = apply(settings, configured, "settings")
+            problems += found
+        self.settings = settings
+        for problem in problems:
+            self.tell(f"onnxlens: {problem}")
+
+    # -- publishing ----------------------------------------------------------------------
+
+    def replace_diagnostics(self, origin: str, version: int | None,
+                            diagnostics: list[Diagnostic]) -> None:
+        by_file = group_by_file(diagnostics, path_uri)
+        by_file.setdefault(origin, [])
+        for uri in sorted(self.store.replace(origin, by_file)):
+            self.publish(uri, version if uri == origin else None)
+
+    def publish(self, uri: str, version: int | None = None) -> None:
+        positions = self.positions()
+        capabilities = self.client_capabilities
+        diagnostics = [to_lsp(d, capabilities, positions) for d in self.store.for_file(uri)]
+        publish = capabilities.text_document.publish_diagnostics \
+            if capabilities.text_document else None
+        if publish is None or not publish.version_support:
+            version = None
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=diagnostics, version=version))
+
+    def refresh_code_lens(self) -> None:
+        workspace = self.client_capabilities.workspace
+        if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
+
+    def after_check(self) -> None:
+        if self.settings.sarifOutputDirectory:
+            directory = Path(self.settings.sarifOutputDirectory)
+            if not directory.is_absolute() and self.root is not None:
+                directory = self.root / directory
+            try:
+                self.write_sarif(directory / "onnxlens.sarif")
+            except OSError as error:
+                self.log(f"cannot write SARIF to {directory}: {error}", "warning")
+
+    def write_sarif(self, destination: Path) -> Path:
+        from exporter.sarif import sarif_dict
+
+        result = CheckResult(file_diagnostics=self.store.all())
+        root = self.root or destination.parent
+        text = json.dumps(sarif_dict(result, root), indent=2)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=destination.parent, delete=False,
+                                         prefix=f".{destination.name}.", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(out.name, 0o644)
+        os.replace(out.name, destination)
+        return destination
+
+    # -- document access -----------------------------------------------------------------
+
+    def document_targets(self, uri: str) -> list[Target]:
+        document = self.workspace.get_text_document(uri)
+        return discover(self.path_of(uri), document.source).targets
+
+    def request_check(self, uri: str, *, delay: float = 0.0) -> asyncio.Task[None] | None:
+        if not self.trusted:
+            return None
+        document = self.workspace.get_text_document(uri)
+        return self.checker.request(uri, document.version, document.source, delay=delay)
+
+
+server = OnnxLensServer()
+
+
+# -- lifecycle -----------------------------------------------------------------------------
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: OnnxLensServer, params: types.InitializeParams) -> None:
+    options = params.initialization_options if isinstance(params.initialization_options,
+                                                          dict) else {}
+    ls.trusted = bool(options.get("trusted", False))
+    ls.initialization_settings = options.get("settings")
+    folders = params.workspace_folders or []
+    root = to_fs_path(folders[0].uri) if folders else (
+        to_fs_path(params.root_uri) if params.root_uri else None)
+    ls.root = Path(root).resolve() if root else None
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> None:
+    await ls.load_settings()
+    if ls.trusted:
+        await ls.start_worker()
+    else:
+        ls.tell("onnxlens runs your models' code to check them, so it waits until this "
+                "workspace is trusted. No model code has been run.", types.MessageType.Info)
+
+
+@server.feature(types.SHUTDOWN)
+async def shutdown(ls: OnnxLensServer, params: None) -> None:
+    for uri in list(ls.checker.tasks):
+        ls.checker.cancel(uri)
+    await ls.worker.stop()
+
+
+@server.feature(TRUST_NOTIFICATION)
+async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
+    trusted = bool(getattr(params, "trusted", False) if not isinstance(params, dict)
+                   else params.get("trusted", False))
+    if trusted == ls.trusted:
+        return
+    ls.trusted = trusted
+    if trusted:
+        await ls.start_worker()
+        for uri in list(ls.workspace.text_documents):
+            ls.request_check(uri)
+    else:
+        for uri in list(ls.checker.tasks):
+            ls.checker.cancel(uri)
+        await ls.worker.stop()
+    ls.refresh_code_lens()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: OnnxLensServer,
+                                   params: types.DidChangeConfigurationParams) -> None:
+    if isinstance(params.settings, dict) and isinstance(params.settings.get("onnxlens"), dict):
+        ls.initialization_settings = params.settings["onnxlens"]
+    await ls.load_settings()
+
+
+# -- documents -----------------------------------------------------------------------------
+
+def _python(uri: str) -> bool:
+    return uri.endswith((".py", ".pyw"))
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: OnnxLensServer, params: types.DidOpenTextDocumentParams) -> None:
+    if _python(params.text_document.uri) and ls.settings.trigger != "manual":
+        ls.request_check(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: OnnxLensServer, params: types.DidChangeTextDocumentParams) -> None:
+    if _python(params.text_document.uri) and ls.settings.trigger == "onType":
+        ls.request_check(params.text_document.uri, delay=ls.settings.debounceMs / 1000)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+def did_save(ls: OnnxLensServer, params: types.DidSaveTextDocumentParams) -> None:
+    if _python(params.text_document.uri) and ls.settings.trigger in ("onSave", "onType"):
+        ls.request_check(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: OnnxLensServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.checker.close(uri)
+    for file in ls.store.replace(uri, {}):
+        ls.publish(file)
+
+
+# -- features ------------------------------------------------------------------------------
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: OnnxLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    uri = params.text_document.uri
+    state = ls.checker.state(uri)
+    return features.code_lenses(uri, ls.document_targets(uri), state.targets, state.checking,
+                                ls.trusted, ls.positions())
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: OnnxLensServer, params: types.HoverParams) -> types.Hover | None:
+    uri = params.text_document.uri
+    positions = ls.positions()
+    line = params.position.line + 1
+    for target in ls.document_targets(uri):
+        spans = [target.definition] + ([target.pragma] if target.pragma else [])
+        for span in spans:
+            where = positions.range(target.path, span)
+            if not span.start.line <= line <= span.end.line:
+                continue
+            inside = (where.start.line, where.start.character) <= (
+                params.position.line, params.position.character) <= (
+                where.end.line, where.end.character)
+            if inside:
+                state = ls.checker.state(uri)
+                hover_caps = ls.client_capabilities.text_document.hover \
+                    if ls.client_capabilities.text_document else None
+                markdown = bool(hover_caps and hover_caps.content_format and
+                                types.MarkupKind.Markdown in hover_caps.content_format)
+                return features.hover(target, state.targets.get(target.name), state.checking,
+                                      markdown, positions)
+    return None
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+    code_action_kinds=[types.CodeActionKind.QuickFix]))
+def code_action(ls: OnnxLensServer, params: types.CodeActionParams
+                ) -> list[types.CodeAction | types.Command] | None:
+    uri = params.text_document.uri
+    targets = {t.name: t for t in ls.document_targets(uri)}
+    path = ls.path_of(uri)
+    actions = features.code_actions(uri, list(params.context.diagnostics), targets,
+                                    list(ls.lines_of(path)), ls.positions(), path)
+    caps = ls.client_capabilities.text_document.code_action \
+        if ls.client_capabilities.text_document else None
+    if caps is None or caps.code_action_literal_support is None:
+        return [types.Command(title=a.title, command="onnxlens.applyEdit",
+                              arguments=[ls.protocol._converter.unstructure(a.edit)])
+                for a in actions] or None
+    return actions or None
+
+
+# -- commands ------------------------------------------------------------------------------
+
+def _arguments(args: Any) -> list[Any]:
+    if isinstance(args, (list, tuple)):
+        return list(args)
+    return [] if args is None else [args]
+
+
+def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]:
+    values = _arguments(args)
+    if not values or not isinstance(values[0], str):
+        raise ValueError("expected the document uri (and a target name) as arguments")
+    uri = values[0]
+    targets = ls.document_targets(uri)
+    name = values[1] if len(values) > 1 and isinstance(values[1], str) else None
+    chosen = next((t for t in targets if name is None or t.name == name), None)
+    if chosen is None:
+        raise ValueError(f"no export target {name!r} in {uri}")
+    return uri, chosen
+
+
+def _job(ls: OnnxLensServer, uri: str, target: Target, op: str, **extra: Any) -> dict[str, Any]:
+    document = ls.workspace.get_text_document(uri)
+    settings = ls.settings
+    return {"op": op, "file": str(target.path), "workspace": str(ls.root_for(target.path)),
+            "target": target.name, "text": document.source, "timeout": settings.timeoutSeconds,
+            "memory_limit_mb": settings.memoryLimitMB,
+            "settings": {"opset": settings.opset, "atol": settings.atol, "rtol": settings.rtol},
+            **extra}
+
+
+def _require_trust(ls: OnnxLensServer) -> None:
+    if not ls.trusted:
+        raise PermissionError("the workspace is not trusted: onnxlens runs no model code")
+
+
+@server.command("onnxlens.export")
+async def export_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    uri = values[0]
+    task = ls.request_check(uri)
+    if task is not None:
+        await task
+    state = ls.checker.state(uri)
+    return {"uri": uri, "version": state.version,
+            "targets": {name: {"ok": result.ok, "problems": len(result.diagnostics)}
+                        for name, result in state.targets.items()}}
+
+
+@server.command("onnxlens.saveModel")
+async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    uri, target = _target_arguments(ls, values)
+    if len(values) > 2 and isinstance(values[2], str):
+        output = Path(values[2])
+    else:
+        output = target.path.with_name(f"{target.name}.onnx")
+    answer = await with_progress(ls, f"Saving {target.name} to {output.name}",
+                                 lambda: ls.submit(_job(ls, uri, target, "save",
+                                                        output=str(output))))
+    return _job_answer(answer)
+
+
+@server.command("onnxlens.runModel")
+async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    uri, target = _target_arguments(ls, values)
+    repeat = values[2] if len(values) > 2 and isinstance(values[2], int) else 20
+    answer = await with_progress(ls, f"Running {target.name} in ONNX Runtime",
+                                 lambda: ls.submit(_job(ls, uri, target, "run", repeat=repeat)))
+    return _job_answer(answer)
+
+
+def _job_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    if "answer" in answer:
+        body = dict(answer["answer"])
+        if "diagnostics" in body:
+            body["diagnostics"] = [diagnostic_from_data(d).message for d in body["diagnostics"]]
+        return body
+    return {"error": f"the job {answer.get('failure', 'failed')}: {answer.get('detail', '')}"}
+
+
+@server.command("onnxlens.showReport")
+def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    uri = values[0]
+    state = ls.checker.state(uri)
+    names = [values[1]] if len(values) > 1 else [t.name for t in ls.document_targets(uri)]
+    parts = [features.report_markdown(name, state.targets.get(name), state.checking)
+             for name in names]
+    return {"markdown": "\n".join(parts)}
+
+
+@server.command("onnxlens.writeSarif")
+def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    if values and isinstance(values[0], str):
+        destination = Path(values[0])
+    elif ls.settings.sarifOutputDirectory:
+        destination = Path(ls.settings.sarifOutputDirectory) / "onnxlens.sarif"
+    else:
+        destination = (ls.root or Path.cwd()) / "onnxlens.sarif"
+    if not destination.is_absolute():
+        destination = (ls.root or Path.cwd()) / destination
+    return {"path": str(ls.write_sarif(destination))}
+
+
+@server.command("onnxlens.restartWorker")
+async def restart_worker(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
+    await ls.worker.restart()
+    ready = await ls.worker.wait_ready()
+    return {"pid": ready.get("pid")}
+
+
+@server.command("onnxlens.applyEdit")
+async def apply_edit(ls: OnnxLensServer, *args: Any) -> bool:
+    """For clients without code action literals: apply the action's workspace edit."""
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    edit = ls.protocol._converter.structure(values[0], types.WorkspaceEdit)
+    result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit))
+    return bool(result.applied)
+
+
+@server.feature(STATUS_REQUEST)
+async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
+    """For tests and the status bar: the worker's processes and what is being checked."""
+    import sys
+
+    worker = await ls.worker.status() if ls.worker.process is not None else {"ready": False}
+    return {"trusted": ls.trusted, "worker": worker, "workerState": ls.worker_state,
+            "checking": sorted(uri for uri, s in ls.checker.documents.items() if s.checking),
+            "serverImportsTorch": "torch" in sys.modules,
+            "settings": ls.settings.__dict__}

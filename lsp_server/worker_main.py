@@ -1,0 +1,280 @@
+"""The warm export worker: ``python -m lsp_server.worker_main``.
+
+It imports torch, onnx, onnxscript and onnxruntime once and builds the exporter session
+(the torchlib registry), then forks one process per job. A forked job starts warm but
+isolated: fresh user modules, killable on cancellation, timeout or memory limit, and its
+crash is reported, not shared.
+
+Fork safety: this process never runs a real torch kernel (its warm-up exports a model on the
+``meta`` device), so no OpenMP thread pool exists here when it forks. It stays
+single-threaded and multiplexes its pipes with ``selectors``.
+
+Protocol: JSON lines. Requests on stdin: ``{"id", "op": "check"|"save"|"run", ...}``,
+``{"id", "op": "cancel", "job": ID}``, ``{"op": "status"}``, ``{"op": "shutdown"}``.
+Events on the original stdout (the job's own prints go to stderr): ``{"event": "ready"}``,
+``{"id", "result": ...}``, ``{"id", "failure": "timeout"|"memory"|"crashed"|"cancelled"}``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import selectors
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+_PR_SET_PDEATHSIG = 1
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass
+class Job:
+    id: str
+    pid: int
+    pipe: int
+    started: float
+    deadline: float | None
+    memory_limit: int | None
+    output: bytearray = field(default_factory=bytearray)
+    failure: str | None = None
+    peak_rss: int = 0
+
+
+class Worker:
+    def __init__(self, channel: BinaryIO) -> None:
+        self.channel = channel
+        self.jobs: dict[int, Job] = {}  # by pipe fd
+        self.selector = selectors.DefaultSelector()
+        self.session: Any = None
+        self.buffer = bytearray()
+
+    # -- messages ------------------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.channel.write(json.dumps(message).encode() + b"\n")
+        self.channel.flush()
+
+    # -- start-up --------------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        started = time.perf_counter()
+
+        from exporter.session import ExportSession
+
+        self.session = ExportSession()
+        self.session.warm_up()
+        self._meta_export()
+        self.send({"event": "ready", "pid": os.getpid(),
+                   "seconds": round(time.perf_counter() - started, 3)})
+
+    def _meta_export(self) -> None:
+        """Capture and translate a tiny model on the meta device: warms torch.export and the
+        translator's caches without running a single real kernel."""
+        import torch
+
+        from exporter import _torch_private
+
+        with torch.device("meta"):
+            model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+            example = torch.randn(2, 4)
+        registry = self.session.registry(None, None)
+        program = torch.export.export(model, (example,), strict=False)
+        if registry is not None:
+            _torch_private.translate(_torch_private.decompose(program, registry), registry)
+
+    # -- loop ------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "requests")
+        while True:
+            for key, _ in self.selector.select(timeout=0.05):
+                if key.data == "requests":
+                    if not self._read_requests(key.fd):
+                        self._shutdown()
+                        return
+                else:
+                    self._read_job(key.fd)
+            self._watch_jobs()
+
+    def _read_requests(self, fd: int) -> bool:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return False
+        self.buffer.extend(chunk)
+        while b"\n" in self.buffer:
+            line, _, rest = bytes(self.buffer).partition(b"\n")
+            self.buffer = bytearray(rest)
+            if line.strip() and not self._handle(json.loads(line)):
+                return False
+        return True
+
+    def _handle(self, request: dict[str, Any]) -> bool:
+        op = request.get("op")
+        if op == "shutdown":
+            return False
+        if op == "cancel":
+            self._kill(request["job"], "cancelled")
+        elif op == "status":
+            self.send({"id": request.get("id"), "status": {
+                "pid": os.getpid(),
+                "jobs": [{"id": job.id, "pid": job.pid} for job in self.jobs.values()],
+            }})
+        else:
+            self._start(request)
+        return True
+
+    def _start(self, request: dict[str, Any]) -> None:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the job process
+            os.close(read_end)
+            self._run_child(request, write_end)  # never returns
+        os.close(write_end)
+        os.set_blocking(read_end, False)
+        timeout = request.get("timeout")
+        memory = request.get("memory_limit_mb")
+        job = Job(request["id"], pid, read_end, time.monotonic(),
+                  time.monotonic() + timeout if timeout else None,
+                  int(memory) * 1024 * 1024 if memory else None)
+        self.jobs[read_end] = job
+        self.selector.register(read_end, selectors.EVENT_READ, "job")
+
+    def _run_child(self, request: dict[str, Any], pipe: int) -> None:
+        status = 0
+        try:
+            os.setpgid(0, 0)
+            _die_with_parent()
+            self.selector.close()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            from lsp_server.worker_jobs import run_job
+
+            try:
+                answer = run_job(self.session, request)
+            except BaseException as error:
+                answer = {"error": "".join(traceback.format_exception_only(type(error), error))
+                          .strip(), "internal": True}
+            data = json.dumps(answer).encode()
+            view = memoryview(data)
+            while view:
+                written = os.write(pipe, view)
+                view = view[written:]
+        except BaseException:
+            status = 70
+        finally:
+            os._exit(status)
+
+    def _read_job(self, fd: int) -> None:
+        job = self.jobs[fd]
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return
+        if chunk:
+            job.output.extend(chunk)
+            return
+        self._finish(job)
+
+    def _finish(self, job: Job) -> None:
+        self.selector.unregister(job.pipe)
+        os.close(job.pipe)
+        del self.jobs[job.pipe]
+        _, status = os.waitpid(job.pid, 0)
+        seconds = round(time.monotonic() - job.started, 3)
+        if job.failure is not None:
+            self.send({"id": job.id, "failure": job.failure, "seconds": seconds,
+                       "peak_rss_mb": job.peak_rss // (1024 * 1024)})
+            return
+        try:
+            answer = json.loads(job.output) if job.output else None
+        except json.JSONDecodeError:
+            answer = None
+        if answer is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            self.send({"id": job.id, "failure": "crashed", "detail": _describe_status(status),
+                       "seconds": seconds})
+        else:
+            self.send({"id": job.id, "answer": answer, "seconds": seconds,
+                       "peak_rss_mb": job.peak_rss // (1024 * 1024)})
+
+    def _watch_jobs(self) -> None:
+        now = time.monotonic()
+        for job in list(self.jobs.values()):
+            if job.failure is not None:
+                continue
+            if job.deadline is not None and now > job.deadline:
+                self._kill(job.id, "timeout")
+                continue
+            rss = _rss(job.pid)
+            job.peak_rss = max(job.peak_rss, rss)
+            if job.memory_limit is not None and rss > job.memory_limit:
+                self._kill(job.id, "memory")
+
+    def _kill(self, job_id: str, failure: str) -> None:
+        for job in self.jobs.values():
+            if job.id == job_id and job.failure is None:
+                job.failure = failure
+                _kill_group(job.pid)
+
+    def _shutdown(self) -> None:
+        for job in list(self.jobs.values()):
+            _kill_group(job.pid)
+
+
+def _kill_group(pid: int) -> None:
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            continue
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * _PAGE_SIZE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _describe_status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = str(number)
+        return f"killed by signal {name}"
+    if os.WIFEXITED(status):
+        return f"exited with status {os.WEXITSTATUS(status)}"
+    return f"ended with status {status}"
+
+
+def _die_with_parent() -> None:
+    """Linux: the job process gets SIGKILL when the worker dies."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def main() -> None:
+    # The protocol owns the original stdout; anything else printed goes to stderr.
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    worker = Worker(channel)
+    try:
+        worker.warm_up()
+    except ImportError as error:
+        worker.send({"event": "missing", "detail": str(error)})
+        return
+    worker.serve()
+
+
+if __name__ == "__main__":
+    main()

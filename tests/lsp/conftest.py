@@ -1,0 +1,115 @@
+"""A real onnxlens server over stdio, driven by pytest-lsp with the capabilities of real
+clients (VS Code and Neovim)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from tests.conftest import FIXTURES, REPO
+
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "lsp_server"],
+                            server_env={"PYTHONPATH": str(REPO)})
+CLIENTS = ["visual-studio-code", "neovim"]
+
+
+def uri_of(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+def initialize_params(client_name: str, root: Path, **options: Any) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=client_capabilities(client_name),
+        workspace_folders=[types.WorkspaceFolder(uri=uri_of(root), name=root.name)],
+        root_uri=uri_of(root),
+        initialization_options={"trusted": True, **options},
+    )
+
+
+def handle_refreshes(client: LanguageClient) -> None:
+    """Answer the refresh requests the real clients' capabilities invite."""
+    client.code_lens_refreshes = 0  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(params: None) -> None:
+        client.code_lens_refreshes += 1  # type: ignore[attr-defined]
+
+
+@pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
+async def client(lsp_client: LanguageClient, request):
+    handle_refreshes(lsp_client)
+    result = await lsp_client.initialize_session(initialize_params(request.param, FIXTURES))
+    lsp_client.position_encoding = result.capabilities.position_encoding or "utf-16"
+    yield
+    await lsp_client.shutdown_session()
+
+
+def open_file(client: LanguageClient, path: Path, text: str | None = None,
+              version: int = 1) -> str:
+    uri = uri_of(path)
+    client.diagnostics.pop(uri, None)  # wait for what this opening publishes
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version,
+                                             text=path.read_text() if text is None else text)))
+    return uri
+
+
+def close_file(client: LanguageClient, uri: str) -> None:
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def wait_for(predicate: Callable[[], Any], timeout: float = 90.0,
+                   what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+async def diagnostics_for(client: LanguageClient, uri: str,
+                          expect: Callable[[list[types.Diagnostic]], bool] | None = None,
+                          timeout: float = 90.0) -> list[types.Diagnostic]:
+    """Wait until the client holds diagnostics for ``uri`` (matching ``expect``)."""
+
+    def ready() -> Any:
+        if uri not in client.diagnostics:
+            return None
+        found = list(client.diagnostics[uri])
+        return (found,) if expect is None or expect(found) else None
+
+    (found,) = await wait_for(ready, timeout, f"diagnostics of {uri}")
+    return found
+
+
+def units(text: str, encoding: str) -> int:
+    """The length of ``text`` in the negotiated position encoding."""
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-32":
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def spans(diagnostics: list[types.Diagnostic]) -> list[tuple[str, int, int, int, int, int]]:
+    """(rule, start line, start char, end line, end char, severity) with 1-based lines."""
+    return sorted((str(d.code), d.range.start.line + 1, d.range.start.character,
+                   d.range.end.line + 1, d.range.end.character, int(d.severity or 0))
+                  for d in diagnostics)
+
+
+@pytest.fixture
+def fixture_path() -> Callable[[str], Path]:
+    return lambda name: FIXTURES / name
