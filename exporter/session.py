@@ -10,7 +10,7 @@ from typing import Any
 
 from exporter.context import CheckContext, Settings
 from exporter.result import CheckResult, TargetResult
-from exporter.sourcetext import read_source
+from exporter.sourcetext import decoding_problem, overlay, read_source
 from exporter.targets import Discovery, Target, discover
 from exporter.user_modules import isolated_import_path
 
@@ -74,15 +74,11 @@ class ExportSession:
         path = path.resolve()
         workspace = (workspace or path.parent).resolve()
         result = CheckResult(files=[path])
-        try:
-            found = self.discover(path)
-        except (OSError, UnicodeDecodeError, SyntaxError) as error:
-            from exporter.diagnostics import Diagnostic, Location, Range
-
-            result.file_diagnostics.append(Diagnostic(
-                "ONNX002", f"The file cannot be read: {error}",
-                Location(path, Range.of(1, 1, 1, 2)), target=""))
+        problem = decoding_problem(path) if overlay(path) is None else None
+        if problem is not None:
+            result.file_diagnostics.append(problem)
             return result
+        found = self.discover(path)
         result.file_diagnostics.extend(found.diagnostics)
         wanted = set(names) if names is not None else None
         for target in found.targets:

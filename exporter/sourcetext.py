@@ -7,7 +7,7 @@ import tokenize
 from functools import lru_cache
 from pathlib import Path
 
-from exporter.diagnostics import Range
+from exporter.diagnostics import Diagnostic, Location, Range
 
 # Unsaved editor buffers: path -> text. A check reads these instead of the file on disk.
 _OVERLAYS: dict[str, str] = {}
@@ -58,6 +58,27 @@ def source_lines(path: Path) -> tuple[str, ...]:
 def line_text(path: Path, line: int) -> str:
     lines = source_lines(path)
     return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def decoding_problem(path: Path) -> Diagnostic | None:
+    """ONNX002 where the file's bytes do not match its encoding (Python could not import
+    it, even if an editor shows it with the bad bytes replaced); None when it reads fine."""
+    try:
+        raw = path.read_bytes()
+        with tokenize.open(path) as handle:
+            handle.read()
+        return None
+    except OSError as error:
+        return Diagnostic("ONNX002", f"The file cannot be read: {error}",
+                          Location(path, Range.of(1, 1, 1, 2)), target="")
+    except (UnicodeDecodeError, SyntaxError) as error:
+        offset = getattr(error, "start", 0) or 0
+        line = raw[:offset].count(b"\n") + 1
+        column = len(raw[:offset].rsplit(b"\n", 1)[-1].decode("utf-8", "replace")) + 1
+        return Diagnostic("ONNX002", f"The file cannot be read: {error}",
+                          Location(path, Range.of(line, column, line, column + 1)), target="",
+                          hint="Save the file as UTF-8, or declare its encoding in a "
+                               "`# -*- coding: ... -*-` line.")
 
 
 def char_column(text: str, byte_offset: int) -> int:

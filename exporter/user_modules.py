@@ -59,22 +59,17 @@ def isolated_import_path(path: Path, workspace: Path) -> Iterator[None]:
         yield
     finally:
         sys.path[:] = saved_path
+        # Forget what the check imported from the workspace, so edits are seen next time;
+        # modules imported before the check (e.g. by the program using onnxlens) stay.
         for name in set(sys.modules) - before:
             module = sys.modules.get(name)
             if module is None or _is_under(module, workspace) or name.startswith("_onnxlens_user_"):
-                sys.modules.pop(name, None)
-        for name, module in list(sys.modules.items()):  # snapshot: imports may run
-            if module is not None and _is_under(module, workspace) and name not in before:
                 sys.modules.pop(name, None)
 
 
 def import_file(path: Path, workspace: Path) -> ModuleType:
     """Execute ``path`` as a module (inside :func:`isolated_import_path`)."""
     name = _module_name(path, workspace)
-    stale_modules = [key for key, mod in list(sys.modules.items())
-                     if mod is not None and _is_under(mod, workspace)]
-    for stale in stale_modules:
-        sys.modules.pop(stale, None)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from exporter.diagnostics import Diagnostic, Location, merge_duplicates
 from exporter.result import CheckResult, StageState, StageStatus, TargetResult
 from exporter.serialize import result_from_data
+from exporter.sourcetext import decoding_problem
 from exporter.targets import Target, discover
 from lsp_server.store import DocumentState
 
@@ -86,6 +87,10 @@ class Checker:
         server = self.server
         path = server.path_of(uri)
         state = self.state(uri)
+        problem = decoding_problem(path)
+        if problem is not None:
+            self._publish(uri, version, CheckResult(file_diagnostics=[problem], files=[path]))
+            return
         found = discover(path, text)
         if not found.targets:
             self._publish(uri, version, CheckResult(file_diagnostics=found.diagnostics,

@@ -127,7 +127,8 @@ def test_file_that_is_not_utf8_is_a_diagnostic(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["check", "latin.py"]) == 1
     out = capsys.readouterr().out
-    assert "latin.py:1:1: error[ONNX002]: The file cannot be read" in out
+    assert ("latin.py:3:13: error[ONNX002]: The file cannot be read: 'utf-8' codec can't "
+            "decode byte 0xe9") in out
 
 
 def test_missing_toolchain_is_reported_not_a_traceback(tmp_path):

@@ -113,3 +113,52 @@ def spans(diagnostics: list[types.Diagnostic]) -> list[tuple[str, int, int, int,
 @pytest.fixture
 def fixture_path() -> Callable[[str], Path]:
     return lambda name: FIXTURES / name
+
+
+def apply_edits(text: str, edits: list[types.TextEdit], encoding: str) -> str:
+    """Apply LSP text edits (in the negotiated encoding) as an editor would."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(position: types.Position) -> int:
+        before = sum(len(line) for line in lines[: position.line])
+        line = lines[position.line] if position.line < len(lines) else ""
+        count = 0
+        for index, char in enumerate(line):
+            if count >= position.character:
+                return before + index
+            count += units(char, encoding)
+        return before + len(line.rstrip("\n"))
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                       reverse=True):
+        start, end = offset(edit.range.start), offset(edit.range.end)
+        text = text[:start] + edit.new_text + text[end:]
+        lines = text.splitlines(keepends=True)
+    return text
+
+
+def change_and_save(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.diagnostics.pop(uri, None)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def command(client: LanguageClient, name: str, *arguments: Any) -> Any:
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=list(arguments)))
+
+
+def plain(value: Any) -> Any:
+    """pygls hands untyped results over as named tuples; turn them back into dicts."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return value
+
+
+async def server_status(client: LanguageClient) -> dict[str, Any]:
+    return plain(await client.protocol.send_request_async("onnxlens/status", {}))

@@ -1,0 +1,177 @@
+"""CodeLens, hover, code actions (whose edits re-check clean), commands and progress."""
+
+from __future__ import annotations
+
+import json
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.conftest import FIXTURES
+from tests.lsp.conftest import (
+    apply_edits,
+    change_and_save,
+    close_file,
+    command,
+    diagnostics_for,
+    open_file,
+    server_status,
+)
+from tests.sarif_tools import validate_with_schema
+
+
+async def _lenses(client: LanguageClient, uri: str) -> list[tuple[int, str, str, list]]:
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    return [(lens.range.start.line + 1, lens.command.title, lens.command.command,
+             list(lens.command.arguments)) for lens in lenses]
+
+
+async def test_code_lens_shows_status_and_actions(client: LanguageClient):
+    uri = open_file(client, FIXTURES / "clean" / "convnet.py")
+    failing = open_file(client, FIXTURES / "no_translation" / "model.py")
+    try:
+        await diagnostics_for(client, uri)
+        await diagnostics_for(client, failing)
+        lenses = await _lenses(client, uri)
+        (status, export, save, run) = lenses
+        assert status[0] == 5 and status[2] == "onnxlens.showReport"
+        assert status[1].startswith("✓ ONNX · ") and " nodes · opset 18 · " in status[1]
+        assert [(lens[1], lens[2], lens[3]) for lens in (export, save, run)] == [
+            ("Export", "onnxlens.export", [uri, "ConvNet"]),
+            ("Save", "onnxlens.saveModel", [uri, "ConvNet"]),
+            ("Run", "onnxlens.runModel", [uri, "ConvNet"])]
+        assert (await _lenses(client, failing))[0][1] == "✗ ONNX · 2 problems"
+    finally:
+        close_file(client, uri)
+        close_file(client, failing)
+
+
+async def test_hover_summarizes_the_target(client: LanguageClient):
+    uri = open_file(client, FIXTURES / "clean" / "convnet.py")
+    try:
+        await diagnostics_for(client, uri)
+        hover = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=4, character=8)))
+        text = hover.contents.value
+        assert text.startswith("**ONNX export: `ConvNet`** — ✓ exports")
+        assert "| `images` | float32 | batch×3×16×16 |" in text
+        assert "| `probabilities` | float32 | batch×5 |" in text
+        assert "opset 18" in text and "parameters" in text and "Operators: " in text
+        assert "Stages: ✓ load" in text and "✓ dynamic" in text
+        assert (hover.range.start.line, hover.range.start.character) == (4, 6)
+        nothing = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=13, character=8)))
+        assert nothing is None
+    finally:
+        close_file(client, uri)
+
+
+async def _actions(client: LanguageClient, uri: str, diagnostics: list[types.Diagnostic]):
+    return await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=diagnostics[0].range,
+        context=types.CodeActionContext(diagnostics=diagnostics)))
+
+
+async def test_make_dimension_static_quick_fix_rechecks_clean(client: LanguageClient):
+    path = FIXTURES / "dynamic_specialized" / "model.py"
+    uri = open_file(client, path)
+    try:
+        found = await diagnostics_for(client, uri)
+        actions = await _actions(client, uri, [d for d in found if d.code == "ONNX102"])
+        titles = [a.title for a in actions]
+        assert titles == ["Make `x.shape[0]` static (the code needs one size)",
+                          "Apply the suggested dynamic_shapes"]
+        static = actions[0]
+        assert static.kind == types.CodeActionKind.QuickFix and static.is_preferred
+        (edits,) = static.edit.changes.values()
+        fixed = apply_edits(path.read_text(), edits, client.position_encoding)
+        assert "dynamic_shapes=None" in fixed
+        change_and_save(client, uri, fixed, 2)
+        assert await diagnostics_for(client, uri) == []
+    finally:
+        close_file(client, uri)
+
+
+async def test_translation_stub_quick_fix(client: LanguageClient):
+    path = FIXTURES / "no_translation" / "model.py"
+    uri = open_file(client, path)
+    try:
+        found = await diagnostics_for(client, uri)
+        i0 = [d for d in found if d.range.start.line == 6]
+        (action,) = await _actions(client, uri, i0)
+        assert action.title == "Add a custom ONNX translation stub for aten::i0"
+        (edits,) = action.edit.changes.values()
+        fixed = apply_edits(path.read_text(), edits, client.position_encoding)
+        assert "from onnxscript import opset18 as op\n" in fixed
+        assert "def i0_translation(x):\n" in fixed
+        assert ("#     custom_translation_table={torch.ops.aten.i0.default: i0_translation}\n"
+                "class Special") in fixed
+        change_and_save(client, uri, fixed, 2)
+        after = await diagnostics_for(client, uri)
+        # i0 now has a (placeholder) translation; digamma still has none.
+        assert [(d.code, d.range.start.line) for d in after] == [("ONNX201", 14)]
+    finally:
+        close_file(client, uri)
+
+
+async def test_commands(client: LanguageClient, tmp_path):
+    uri = open_file(client, FIXTURES / "clean" / "convnet.py")
+    try:
+        await diagnostics_for(client, uri)
+        exported = await command(client, "onnxlens.export", uri)
+        assert exported["targets"] == {"ConvNet": {"ok": True, "problems": 0}}
+
+        ran = await command(client, "onnxlens.runModel", uri, "ConvNet", 3)
+        assert ran["report"]["matched"] is True
+        assert ran["report"]["latency"]["runs"] == 3
+        assert "| probabilities | [2, 5] | float32 |" in ran["markdown"]
+
+        output = tmp_path / "convnet.onnx"
+        saved = await command(client, "onnxlens.saveModel", uri, "ConvNet", str(output))
+        assert saved["saved"] is True and saved["written"] == [str(output)]
+        assert output.stat().st_size > 1000
+
+        report = await command(client, "onnxlens.showReport", uri, "ConvNet")
+        assert report["markdown"].startswith("**ONNX export: `ConvNet`** — ✓ exports")
+
+        sarif = tmp_path / "out" / "report.sarif"
+        written = await command(client, "onnxlens.writeSarif", str(sarif))
+        assert written == {"path": str(sarif)}
+        assert validate_with_schema(json.loads(sarif.read_text())) == []
+
+        before = await server_status(client)
+        restarted = await command(client, "onnxlens.restartWorker")
+        assert restarted["pid"] != before["worker"]["pid"]
+        change_and_save(client, uri, (FIXTURES / "clean" / "convnet.py").read_text(), 2)
+        assert await diagnostics_for(client, uri) == []
+    finally:
+        close_file(client, uri)
+
+
+async def test_progress_begins_and_ends(client: LanguageClient):
+    supported = bool(client.capabilities.window and client.capabilities.window.work_done_progress)
+    known = set(client.progress_reports)
+    uri = open_file(client, FIXTURES / "clean" / "factory.py")
+    try:
+        await diagnostics_for(client, uri)
+        new = {token: reports for token, reports in client.progress_reports.items()
+               if token not in known}
+        if not supported:
+            assert new == {}
+            return
+        kinds = [[report.kind for report in reports] for reports in new.values()]
+        assert ["begin", "end"] in kinds
+        (begin,) = [r[0] for r in new.values() if r[0].title == "Checking factory.py"]
+        assert begin.cancellable is True
+    finally:
+        close_file(client, uri)
+
+
+async def test_server_never_imports_torch(client: LanguageClient):
+    status = await server_status(client)
+    assert status["serverImportsTorch"] is False
+    assert status["trusted"] is True and status["worker"]["ready"] is True
