@@ -4,6 +4,7 @@ clients (VS Code and Neovim)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -162,3 +163,36 @@ def plain(value: Any) -> Any:
 
 async def server_status(client: LanguageClient) -> dict[str, Any]:
     return plain(await client.protocol.send_request_async("onnxlens/status", {}))
+
+
+def record_publishes(client: LanguageClient) -> list[types.PublishDiagnosticsParams]:
+    """Keep every publishDiagnostics (with its version), not only the latest per file."""
+    publishes: list[types.PublishDiagnosticsParams] = []
+    features = client.protocol.fm.features
+    original = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def recording(params: types.PublishDiagnosticsParams) -> None:
+        publishes.append(params)
+        original(params)
+
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = recording
+    return publishes
+
+
+def process_exists(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def child_processes(pid: int) -> list[int]:
+    children = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                children += [int(c) for c in handle.read().split()]
+    except OSError:
+        pass
+    return children

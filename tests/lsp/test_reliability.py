@@ -1,0 +1,152 @@
+"""A crash, a hang or a memory blow-up in a model never takes the server down: each test
+asserts the diagnostic, that the server still answers, and that the next check succeeds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest_lsp
+from pytest_lsp import LanguageClient
+
+from tests.conftest import REPO
+from tests.lsp.conftest import (
+    SERVER,
+    change_and_save,
+    close_file,
+    diagnostics_for,
+    handle_refreshes,
+    initialize_params,
+    open_file,
+    process_exists,
+    server_status,
+    spans,
+    wait_for,
+)
+
+LSP_FIXTURES = Path(__file__).parent / "fixtures"
+TIMEOUT = 6
+
+
+@pytest_lsp.fixture(config=SERVER, scope="module")
+async def client(lsp_client: LanguageClient):
+    handle_refreshes(lsp_client)
+    params = initialize_params("visual-studio-code", REPO,
+                               settings={"timeoutSeconds": TIMEOUT, "memoryLimitMB": 1536})
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _job_pid(client: LanguageClient) -> int:
+    async def running() -> int | None:
+        jobs = (await server_status(client))["worker"].get("jobs") or []
+        return jobs[0]["pid"] if jobs else None
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pid = await running()
+        if pid:
+            return pid
+    raise AssertionError("no check process appeared")
+
+
+async def _still_answers(client: LanguageClient) -> None:
+    status = await server_status(client)
+    assert status["trusted"] is True
+
+
+async def test_killing_the_check_process_twenty_times(client: LanguageClient):
+    path = LSP_FIXTURES / "slow" / "model.py"
+    text = path.read_text()
+    uri = open_file(client, path, text)
+    try:
+        for attempt in range(20):
+            if attempt:
+                change_and_save(client, uri, text + f"\n# edit {attempt}\n", attempt + 1)
+            os.kill(await _job_pid(client), signal.SIGKILL)
+            found = await diagnostics_for(client, uri, lambda d: len(d) == 1)
+            assert [(d.code, d.range.start.line + 1) for d in found] == [("ONNX902", 7)]
+            assert "killed by signal SIGKILL" in found[0].message
+            await _still_answers(client)
+        change_and_save(client, uri, text, 30)
+        assert await diagnostics_for(client, uri, timeout=120) == []
+    finally:
+        close_file(client, uri)
+
+
+async def test_killing_the_worker_itself(client: LanguageClient):
+    path = LSP_FIXTURES / "slow" / "model.py"
+    uri = open_file(client, path)
+    try:
+        await _job_pid(client)
+        worker = (await server_status(client))["worker"]["pid"]
+        os.kill(worker, signal.SIGKILL)
+        found = await diagnostics_for(client, uri, lambda d: len(d) == 1)
+        assert found[0].code == "ONNX902"
+        await wait_for(lambda: not process_exists(worker), 10, "the old worker to go")
+        change_and_save(client, uri, path.read_text(), 2)
+        assert await diagnostics_for(client, uri, timeout=120) == []
+        assert (await server_status(client))["worker"]["pid"] != worker
+    finally:
+        close_file(client, uri)
+
+
+async def test_endless_loop_times_out(client: LanguageClient):
+    uri = open_file(client, LSP_FIXTURES / "forever" / "model.py")
+    try:
+        pid = await _job_pid(client)
+        started = time.monotonic()
+        found = await diagnostics_for(client, uri, lambda d: len(d) == 1, timeout=TIMEOUT + 30)
+        elapsed = time.monotonic() - started
+        assert spans(found) == [("ONNX901", 5, 6, 5, 13, 1)]
+        assert f"within {TIMEOUT:g} s" in found[0].message
+        assert elapsed < TIMEOUT + 2
+        await wait_for(lambda: not process_exists(pid), 5, "the looping process to go")
+        await _still_answers(client)
+    finally:
+        close_file(client, uri)
+
+
+async def test_unbounded_allocation_hits_the_memory_limit(client: LanguageClient):
+    uri = open_file(client, LSP_FIXTURES / "hog" / "model.py")
+    try:
+        found = await diagnostics_for(client, uri, lambda d: len(d) == 1, timeout=60)
+        assert spans(found) == [("ONNX903", 5, 6, 5, 9, 1)]
+        assert "1536 MB" in found[0].message
+        await _still_answers(client)
+    finally:
+        close_file(client, uri)
+
+
+async def test_exit_at_import(client: LanguageClient):
+    uri = open_file(client, LSP_FIXTURES / "exits" / "model.py")
+    try:
+        (diagnostic,) = await diagnostics_for(client, uri, lambda d: len(d) == 1)
+        assert diagnostic.code == "ONNX902" and "exited with status 3" in diagnostic.message
+        await _still_answers(client)
+    finally:
+        close_file(client, uri)
+
+
+async def test_syntax_error_and_undecodable_file(client: LanguageClient):
+    syntax = open_file(client, LSP_FIXTURES / "syntax" / "model.py")
+    latin_path = LSP_FIXTURES / "latin1" / "model.py"
+    latin = open_file(client, latin_path, latin_path.read_bytes().decode("utf-8", "replace"))
+    try:
+        (error,) = await diagnostics_for(client, syntax, lambda d: len(d) == 1)
+        assert (error.code, error.range.start.line + 1, error.range.start.character) == (
+            "ONNX002", 6, 24)
+        (unreadable,) = await diagnostics_for(client, latin, lambda d: len(d) == 1)
+        assert (unreadable.code, unreadable.range.start.line + 1) == ("ONNX002", 4)
+        assert "can't decode byte 0xe9" in unreadable.message
+    finally:
+        close_file(client, syntax)
+        close_file(client, latin)
+    clean = open_file(client, REPO / "tests" / "exporter" / "fixtures" / "clean" / "factory.py")
+    try:
+        assert await diagnostics_for(client, clean) == []
+    finally:
+        close_file(client, clean)
