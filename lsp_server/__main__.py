@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 
@@ -12,8 +13,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     parser.add_argument("--log-file", help="write the server's debug log here")
     args = parser.parse_args(argv)
-    if args.log_file:
-        logging.basicConfig(filename=args.log_file, level=logging.DEBUG)
+    log_file = args.log_file or os.environ.get("ONNXLENS_LSP_LOG")
+    if log_file:
+        logging.basicConfig(filename=log_file, level=logging.DEBUG,
+                            format="%(asctime)s %(name)s %(message)s")
     from lsp_server.server import server
 
     if args.tcp:

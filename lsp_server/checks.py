@@ -48,6 +48,7 @@ class Checker:
                 ) -> asyncio.Task[None] | None:
         """Check the document (after ``delay`` seconds, for typing); cancels older checks."""
         self.cancel(uri)
+        log.debug("check requested: %s v%s (delay %s)", uri, version, delay)
         state = self.state(uri)
         state.requested_version = version
         if delay > 0:
@@ -75,6 +76,7 @@ class Checker:
             timer.cancel()
         task = self.tasks.pop(uri, None)
         if task is not None:
+            log.debug("check cancelled: %s", uri)
             task.cancel()
 
     def close(self, uri: str) -> None:
@@ -153,6 +155,7 @@ class Checker:
         return TargetResult(target.name, target.path, target.definition, [status], [diagnostic])
 
     def _publish(self, uri: str, version: int | None, result: CheckResult) -> None:
+        log.debug("check published: %s v%s", uri, version)
         state = self.state(uri)
         state.targets = {t.name: t for t in result.targets}
         state.version = version

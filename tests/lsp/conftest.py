@@ -19,7 +19,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from tests.conftest import FIXTURES, REPO
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "lsp_server"],
-                            server_env={"PYTHONPATH": str(REPO)})
+                            server_env={**os.environ, "PYTHONPATH": str(REPO)})
 CLIENTS = ["visual-studio-code", "neovim"]
 
 
