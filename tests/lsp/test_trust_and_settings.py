@@ -1,0 +1,103 @@
+"""Untrusted workspaces run no model code and write nothing; bad settings are named and the
+defaults used."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.conftest import FIXTURES
+from tests.lsp.conftest import (
+    SERVER,
+    child_processes,
+    close_file,
+    diagnostics_for,
+    handle_refreshes,
+    initialize_params,
+    open_file,
+    server_status,
+    spans,
+)
+
+
+def _copy_workspace(root, names=("no_translation",)):
+    for name in names:
+        (root / name).mkdir(parents=True)
+        (root / name / "model.py").write_text((FIXTURES / name / "model.py").read_text())
+    return root
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def untrusted(lsp_client: LanguageClient, tmp_path):
+    handle_refreshes(lsp_client)
+    workspace = _copy_workspace(tmp_path / "ws")
+    lsp_client.workspace_root = workspace
+    params = initialize_params("visual-studio-code", workspace, trusted=False,
+                               settings={"sarif": {"outputDirectory": "reports"}})
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_untrusted_runs_nothing_until_trusted(untrusted: LanguageClient):
+    workspace = untrusted.workspace_root
+    before = sorted(p.relative_to(workspace) for p in workspace.rglob("*"))
+    uri = open_file(untrusted, workspace / "no_translation" / "model.py")
+    await asyncio.sleep(3)
+    status = await server_status(untrusted)
+    assert status["trusted"] is False and status["worker"]["ready"] is False
+    assert child_processes(untrusted._server.pid) == []  # no worker process exists
+    assert uri not in untrusted.diagnostics
+    assert sorted(p.relative_to(workspace) for p in workspace.rglob("*")) == before
+    (message,) = [m for m in untrusted.messages if "trusted" in m.message]
+    assert message.type == types.MessageType.Info
+    lenses = await untrusted.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert lenses[0].command.title == "ONNX · not checked (workspace not trusted)"
+
+    untrusted.protocol.notify("onnxlens/trustChanged", {"trusted": True})
+    found = await diagnostics_for(untrusted, uri)
+    assert [(d.code, d.range.start.line + 1) for d in found] == [("ONNX201", 7), ("ONNX201", 8)]
+    assert (await server_status(untrusted))["worker"]["ready"] is True
+    assert (workspace / "reports" / "onnxlens.sarif").is_file()  # asked for by the setting
+    close_file(untrusted, uri)
+
+
+BAD_SETTINGS = {"trigger": "sometimes", "timeoutSeconds": -3, "memoryLimitMB": "lots",
+                "colour": "blue"}
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER.server_command,
+                                              server_env=SERVER.server_env))
+async def misconfigured(lsp_client: LanguageClient, tmp_path):
+    handle_refreshes(lsp_client)
+    workspace = _copy_workspace(tmp_path / "ws")
+    (workspace / "pyproject.toml").write_text('[tool.onnxlens]\nignore = ["ONNX201"]\n'
+                                              'timeout = "soon"\n')
+    lsp_client.workspace_root = workspace
+    await lsp_client.initialize_session(initialize_params("neovim", workspace,
+                                                          settings=BAD_SETTINGS))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_bad_settings_are_named_and_defaults_used(misconfigured: LanguageClient):
+    await asyncio.sleep(0.5)
+    texts = [m.message for m in misconfigured.messages]
+    assert any("`onnxlens.trigger` must be one of onSave, onType, manual, not 'sometimes'; "
+               "using 'onSave'" in t for t in texts)
+    assert any("`onnxlens.timeoutSeconds` must be at least 1" in t and "using 60.0" in t
+               for t in texts)
+    assert any("`onnxlens.memoryLimitMB` must be a number, not 'lots'; using 4096" in t
+               for t in texts)
+    assert any("unknown setting `onnxlens.colour`" in t for t in texts)
+    assert any("`timeout` in [tool.onnxlens] must be float" in t for t in texts)
+    settings = (await server_status(misconfigured))["settings"]
+    assert settings["trigger"] == "onSave" and settings["timeoutSeconds"] == 60.0
+    assert settings["ignore"] == ["ONNX201"]  # the valid project default still applies
+    uri = open_file(misconfigured, misconfigured.workspace_root / "no_translation" / "model.py")
+    assert spans(await diagnostics_for(misconfigured, uri)) == []  # ONNX201 ignored
+    close_file(misconfigured, uri)
