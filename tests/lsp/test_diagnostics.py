@@ -7,35 +7,43 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import FIXTURES
+from tests.exporter.test_fixture_diagnostics import EXPECTED as EXPORTER_EXPECTED
 from tests.lsp.conftest import close_file, diagnostics_for, open_file, spans, units, uri_of
 
 E, W = 1, 2
-# LSP positions: 0-based characters; lines shown 1-based here.
-EXPECTED = {
-    "no_translation/model.py": [("ONNX201", 7, 12, 7, 31, E), ("ONNX201", 8, 12, 8, 28, E)],
-    "data_dependent_branch/model.py": [("ONNX101", 7, 11, 7, 22, E),
-                                       ("ONNX106", 7, 11, 7, 22, W)],
-    "dynamic_specialized/model.py": [("ONNX102", 7, 15, 7, 45, E),
-                                     ("ONNX106", 7, 15, 7, 45, W)],
-    "ort_kernel_missing/model.py": [("ONNX401", 7, 12, 7, 33, E)],
-    "wrong_translation/model.py": [("ONNX501", 20, 15, 20, 24, E),
-                                   ("ONNX502", 19, 12, 19, 39, E)],
-    "malformed_pragma/model.py": [("ONNX001", 4, 15, 4, 39, E), ("ONNX001", 10, 42, 10, 71, E),
-                                  ("ONNX001", 16, 47, 16, 73, E)],
-    "import_error/model.py": [("ONNX002", 2, 0, 2, 33, E)],
-    "clean/convnet.py": [],
-}
+SEVERITY = {"error": E, "warning": W}
+
+
+def _lsp_expectations() -> dict[str, dict[str, list[tuple[str, int, int, int, int, int]]]]:
+    """The exporter's expectations for every fixture, as LSP sees them: per file, 0-based
+    characters (every fixture is ASCII, so UTF-16 units equal code points)."""
+    table = {}
+    for name, rows in EXPORTER_EXPECTED.items():
+        workspace = name.split("/")[0]
+        by_file: dict[str, list[tuple[str, int, int, int, int, int]]] = {name: []}
+        for rule, file, line, column, end_line, end_column, severity in rows:
+            key = f"{workspace}/{file}"
+            by_file.setdefault(key, []).append(
+                (rule, line, column - 1, end_line, end_column - 1, SEVERITY[severity]))
+        table[name] = by_file
+    return table
+
+
+EXPECTED = _lsp_expectations()
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 async def test_fixture_diagnostics(client: LanguageClient, name: str):
+    for file in EXPECTED[name]:
+        client.diagnostics.pop(uri_of(FIXTURES / file), None)
     uri = open_file(client, FIXTURES / name)
     try:
-        found = await diagnostics_for(client, uri)
-        assert spans(found) == sorted(EXPECTED[name])
-        for diagnostic in found:
-            assert diagnostic.source == "onnxlens"
-            assert diagnostic.data["rule"] == diagnostic.code
+        for file, expected in EXPECTED[name].items():
+            found = await diagnostics_for(client, uri_of(FIXTURES / file))
+            assert spans(found) == sorted(expected), file
+            for diagnostic in found:
+                assert diagnostic.source == "onnxlens"
+                assert diagnostic.data["rule"] == diagnostic.code
     finally:
         close_file(client, uri)
 
