@@ -5,9 +5,9 @@ It imports torch, onnx, onnxscript and onnxruntime once and builds the exporter 
 isolated: fresh user modules, killable on cancellation, timeout or memory limit, and its
 crash is reported, not shared.
 
-Fork safety: this process never runs a real torch kernel (its warm-up exports a model on the
-``meta`` device), so no OpenMP thread pool exists here when it forks. It stays
-single-threaded and multiplexes its pipes with ``selectors``.
+Fork safety: this process runs no torch computation (its warm-up export traces with fake
+tensors), so no OpenMP thread pool exists here when it forks. It multiplexes its pipes with
+``selectors`` on one thread.
 
 Protocol: JSON lines. Requests on stdin: ``{"id", "op": "check"|"save"|"run", ...}``,
 ``{"id", "op": "cancel", "job": ID}``, ``{"op": "status"}``, ``{"op": "shutdown"}``.
@@ -68,22 +68,34 @@ class Worker:
 
         self.session = ExportSession()
         self.session.warm_up()
-        self._meta_export()
+        self._warm_export()
         self.send({"event": "ready", "pid": os.getpid(),
                    "seconds": round(time.perf_counter() - started, 3)})
 
-    def _meta_export(self) -> None:
-        """Capture and translate a tiny model on the meta device: warms torch.export and the
-        translator's caches without running a single real kernel."""
+    def _warm_export(self) -> None:
+        """Capture (with a dynamic dimension and a dict input) and translate a tiny model.
+
+        torch.export traces with fake tensors, so no real kernel runs here; the tiny
+        parameters are initialized below ATen's parallel grain size, so no OpenMP thread pool
+        is created either (checked by a test). The forked checks then find torch.export's and
+        the translator's caches warm."""
         import torch
 
         from exporter import _torch_private
 
-        with torch.device("meta"):
-            model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
-            example = torch.randn(2, 4)
+        class Warm(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.linear = torch.nn.Linear(4, 4)
+
+            def forward(self, x: torch.Tensor, extra: dict[str, torch.Tensor]) -> torch.Tensor:
+                return torch.sigmoid(self.linear(x)) + extra["bias"]
+
+        example = (torch.zeros(2, 4), {"bias": torch.zeros(2, 4)})
+        batch = torch.export.Dim("batch")
+        program = torch.export.export(Warm().eval(), example, strict=False,
+                                      dynamic_shapes=({0: batch}, {"bias": {0: batch}}))
         registry = self.session.registry(None, None)
-        program = torch.export.export(model, (example,), strict=False)
         if registry is not None:
             _torch_private.translate(_torch_private.decompose(program, registry), registry)
 
