@@ -27,18 +27,28 @@ def lens_title(result: TargetResult | None, checking: bool, trusted: bool) -> st
     errors = [d for d in result.diagnostics if d.severity == "error"]
     if errors:
         return f"✗ ONNX · {len(errors)} problem{'s' if len(errors) != 1 else ''}"
-    summary = result.summary
-    parts = ["✓ ONNX"]
-    if summary.get("nodes") is not None:
-        parts.append(f"{summary['nodes']} nodes")
-    if summary.get("opset") is not None:
-        parts.append(f"opset {summary['opset']}")
-    if summary.get("ort_run_ms") is not None:
-        parts.append(f"{summary['ort_run_ms']:.1f} ms")
+    parts = ["✓ ONNX", *_facts(result.summary, brief=True)]
     warnings = len(result.diagnostics)
     if warnings:
         parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
     return " · ".join(parts)
+
+
+def _facts(summary: dict[str, Any], *, brief: bool) -> list[str]:
+    """Nodes, opset and ORT time (CodeLens); plus parameters and weights (hover)."""
+    facts = []
+    if summary.get("nodes") is not None:
+        facts.append(f"{summary['nodes']} nodes")
+    if summary.get("opset") is not None:
+        facts.append(f"opset {summary['opset']}")
+    if not brief and summary.get("parameters") is not None:
+        facts.append(f"{summary['parameters']:,} parameters")
+    if not brief and summary.get("initializer_bytes"):
+        facts.append(f"weights {_size(summary['initializer_bytes'])}")
+    if summary.get("ort_run_ms") is not None:
+        run = summary["ort_run_ms"]
+        facts.append(f"{run:.1f} ms" if brief else f"ONNX Runtime run {run:.2f} ms")
+    return facts
 
 
 def code_lenses(uri: str, targets: list[Target], results: dict[str, TargetResult],
@@ -86,17 +96,7 @@ def report_markdown(name: str, result: TargetResult | None, checking: bool = Fal
     status = "✗ does not export cleanly" if errors else "✓ exports"
     summary = result.summary
     lines = [f"**ONNX export: `{name}`** — {status}", ""]
-    facts = []
-    if summary.get("opset") is not None:
-        facts.append(f"opset {summary['opset']}")
-    if summary.get("nodes") is not None:
-        facts.append(f"{summary['nodes']} nodes")
-    if summary.get("parameters") is not None:
-        facts.append(f"{summary['parameters']:,} parameters")
-    if summary.get("initializer_bytes"):
-        facts.append(f"weights {_size(summary['initializer_bytes'])}")
-    if summary.get("ort_run_ms") is not None:
-        facts.append(f"ONNX Runtime run {summary['ort_run_ms']:.2f} ms")
+    facts = _facts(summary, brief=False)
     if facts:
         lines += [" · ".join(facts), ""]
     lines += _io_table("input", summary.get("inputs") or [])
