@@ -55,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--ignore", type=_rule_list, help="leave out these rule ids or prefixes")
     check.add_argument("--root", type=Path, help="workspace root (default: nearest directory "
                        "with pyproject.toml or .git)")
+    check.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                       help="stop checking a target after this long: ONNX901 (default 300, "
+                       "or `timeout` in [tool.onnxlens]; 0 = no limit)")
     check.add_argument("--absolute-paths", action="store_true",
                        help="SARIF: record the root's absolute path (originalUriBaseIds)")
     check.set_defaults(handler=_check)
@@ -172,6 +175,8 @@ def _check(args: argparse.Namespace) -> int:
     root = (args.root or find_root(args.paths[0])).resolve()
     config = load_config(root)
     session = _session(config)
+    timeout = args.timeout if args.timeout is not None else config.get("timeout", 300.0)
+    session.settings.timeout = timeout or None
 
     from exporter.result import CheckResult
 

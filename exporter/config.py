@@ -13,8 +13,9 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 KNOWN_KEYS = {"opset": int, "atol": float, "rtol": float, "select": list, "ignore": list,
+              "timeout": float,
               # used by the language server only
-              "timeout": float, "trigger": str, "sarif-output": str, "memory-limit-mb": int}
+              "trigger": str, "sarif-output": str, "memory-limit-mb": int}
 
 
 @dataclass

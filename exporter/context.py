@@ -22,6 +22,7 @@ class Settings:
     opset: int | None = None
     atol: float | None = None
     rtol: float | None = None
+    timeout: float | None = None  # seconds per target; None: no limit
 
 
 @dataclass

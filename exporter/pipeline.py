@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable
-from contextlib import redirect_stderr, redirect_stdout
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from io import StringIO
 
 from exporter.context import CheckContext
 from exporter.diagnostics import merge_duplicates, sort_key
 from exporter.result import StageState, StageStatus, TargetResult
+from exporter.source_map import exception_frames
 from exporter.stages import capture, dynamic, load, numerics, runtime, translate, validate
 from exporter.stages.base import StageFailed, StageSkipped
 
@@ -52,10 +55,49 @@ STAGES = (
 )
 
 
+class CheckTimeout(BaseException):
+    """Raised by the timer into whatever runs when the time limit passes (a BaseException, so
+    that no stage's error handling mistakes it for a problem of the model)."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt Python code (e.g. an endless loop in ``forward``) after ``seconds``.
+    Only in the main thread; native code that never returns to Python is not interrupted
+    (the language server's worker kills such processes instead)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise CheckTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def run_pipeline(ctx: CheckContext) -> TargetResult:
     result = TargetResult(ctx.target.name, ctx.target.path, ctx.target.definition)
-    for stage in STAGES:
-        result.stages.append(_run_stage(stage, ctx))
+    started = time.perf_counter()
+    try:
+        with _time_limit(ctx.settings.timeout):
+            for stage in STAGES:
+                result.stages.append(_run_stage(stage, ctx))
+    except CheckTimeout as timeout:
+        stage = STAGES[len(result.stages)]
+        result.stages.append(StageStatus(stage.name, StageState.FAILED,
+                                         time.perf_counter() - started, "timed out"))
+        for later in STAGES[len(result.stages):]:
+            result.stages.append(StageStatus(later.name, StageState.SKIPPED, 0.0, "timed out"))
+        ctx.report("ONNX901", f"The check of `{ctx.target.name}` did not finish within "
+                   f"{ctx.settings.timeout:g} s and was stopped in the {stage.name} stage "
+                   "(an endless loop, or a model too slow to check?).",
+                   ctx.map_frames(exception_frames(timeout)))
     result.diagnostics = sorted(merge_duplicates(ctx.diagnostics), key=sort_key)
     result.summary = dict(ctx.summary)
     return result

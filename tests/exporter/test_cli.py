@@ -141,3 +141,15 @@ def test_missing_toolchain_is_reported_not_a_traceback(tmp_path):
     assert done.returncode == 2
     assert "ONNX904: a dependency of the export toolchain is missing" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_endless_loop_is_stopped_by_the_timeout(capsys):
+    forever = REPO / "tests" / "lsp" / "fixtures" / "forever" / "model.py"
+    assert main(["check", str(forever), "--timeout", "2", "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    (diagnostic,) = report["diagnostics"]
+    assert diagnostic["rule"] == "ONNX901"
+    assert diagnostic["range"]["start"]["line"] in (7, 8)  # the loop
+    assert "did not finish within 2 s" in diagnostic["message"]
+    stages = {s["name"]: s["state"] for s in report["targets"][0]["stages"]}
+    assert stages["load"] == "failed" and stages["dynamic"] == "skipped"
