@@ -7,7 +7,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exporter.diagnostics import Diagnostic, Location, merge_duplicates
@@ -104,7 +103,7 @@ class Checker:
                                                f"{len(found.targets)} export target(s)")
         cancelled = progress.cancelled if progress else None
         try:
-            jobs = [self._run_target(path, text, target) for target in found.targets]
+            jobs = [self._run_target(text, target) for target in found.targets]
             gathered = asyncio.gather(*jobs)
             if cancelled is not None:
                 cancelled.add_done_callback(lambda _: gathered.cancel())
@@ -126,14 +125,8 @@ class Checker:
                                                 file_diagnostics=found.diagnostics,
                                                 files=[path]))
 
-    async def _run_target(self, path: Path, text: str, target: Target) -> TargetResult:
-        settings = self.server.settings
-        request = {"op": "check", "file": str(path), "workspace": str(self.server.root_for(path)),
-                   "target": target.name, "text": text,
-                   "timeout": settings.timeoutSeconds, "memory_limit_mb": settings.memoryLimitMB,
-                   "settings": {"opset": settings.opset, "atol": settings.atol,
-                                "rtol": settings.rtol}}
-        answer = await self.server.submit(request)
+    async def _run_target(self, text: str, target: Target) -> TargetResult:
+        answer = await self.server.submit(self.server.job_request("check", target, text))
         return self._target_result(target, answer)
 
     def _target_result(self, target: Target, answer: dict[str, Any]) -> TargetResult:

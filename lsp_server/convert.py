@@ -12,7 +12,6 @@ from pygls.uris import from_fs_path
 from exporter.diagnostics import Diagnostic, Range
 from exporter.rules import RULES, Severity
 from exporter.serialize import range_to_data
-from exporter.sourcetext import source_lines
 
 _SEVERITY = {Severity.ERROR: types.DiagnosticSeverity.Error,
              Severity.WARNING: types.DiagnosticSeverity.Warning,
@@ -48,10 +47,6 @@ class PositionConverter:
                                  character=self.column(path, start.line, start.column)),
             end=types.Position(line=end.line - 1,
                                character=self.column(path, end.line, end.column)))
-
-
-def disk_lines(path: Path) -> tuple[str, ...]:
-    return source_lines(path)
 
 
 def _data(diagnostic: Diagnostic) -> dict[str, Any]:

@@ -154,6 +154,17 @@ class OnnxLensServer(LanguageServer):
                       "(pip install torch==2.13.0 onnx onnxscript onnxruntime).",
                       types.MessageType.Error)
 
+    def job_request(self, op: str, target: Target, text: str, **extra: Any) -> dict[str, Any]:
+        """A worker job for ``target`` as the user's editor shows ``text``, with the limits
+        and tolerances of the current settings."""
+        settings = self.settings
+        return {"op": op, "file": str(target.path), "workspace": str(self.root_for(target.path)),
+                "target": target.name, "text": text, "timeout": settings.timeoutSeconds,
+                "memory_limit_mb": settings.memoryLimitMB,
+                "settings": {"opset": settings.opset, "atol": settings.atol,
+                             "rtol": settings.rtol},
+                **extra}
+
     async def submit(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
             return await self.worker.submit(request)
@@ -418,12 +429,7 @@ def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]:
 
 def _job(ls: OnnxLensServer, uri: str, target: Target, op: str, **extra: Any) -> dict[str, Any]:
     document = ls.workspace.get_text_document(uri)
-    settings = ls.settings
-    return {"op": op, "file": str(target.path), "workspace": str(ls.root_for(target.path)),
-            "target": target.name, "text": document.source, "timeout": settings.timeoutSeconds,
-            "memory_limit_mb": settings.memoryLimitMB,
-            "settings": {"opset": settings.opset, "atol": settings.atol, "rtol": settings.rtol},
-            **extra}
+    return ls.job_request(op, target, document.source, **extra)
 
 
 def _require_trust(ls: OnnxLensServer) -> None:

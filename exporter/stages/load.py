@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -46,8 +47,6 @@ def _import(ctx: CheckContext) -> None:
 def _syntax_location(ctx: CheckContext, error: SyntaxError) -> Location | None:
     if not error.filename or not error.lineno:
         return None
-    from pathlib import Path
-
     column = max(error.offset or 1, 1)
     end = error.end_offset if error.end_offset and error.end_offset > column else column + 1
     if error.end_lineno and error.end_lineno != error.lineno:
