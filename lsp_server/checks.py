@@ -98,6 +98,7 @@ class Checker:
                                                     files=[path]))
             return
         state.checking = True
+        server.notify_state()
         server.refresh_code_lens()
         progress = await server.progress_begin(f"Checking {path.name}",
                                                f"{len(found.targets)} export target(s)")
@@ -112,10 +113,12 @@ class Checker:
             if progress:
                 server.progress_end(progress, "Cancelled")
             state.checking = False
+            server.notify_state()
             if self.tasks.get(uri) is asyncio.current_task():
                 server.refresh_code_lens()
             raise
         state.checking = False
+        server.notify_state()
         if progress:
             problems = sum(len(r.diagnostics) for r in results) + len(found.diagnostics)
             server.progress_end(progress, f"{problems} problem(s)")

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 TRUST_NOTIFICATION = "onnxlens/trustChanged"
 STATUS_REQUEST = "onnxlens/status"
+STATE_NOTIFICATION = "onnxlens/state"
 _LOG_LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warning,
                "info": types.MessageType.Info, "debug": types.MessageType.Log}
 
@@ -129,6 +130,7 @@ class OnnxLensServer(LanguageServer):
 
     def _worker_state(self, state: str) -> None:
         self.worker_state = state
+        self.notify_state()
         self.log(f"export worker {state}", "info" if state != "down" else "warning")
         if state == "down" and self.trusted:
             self.spawn(self._revive_worker())
@@ -217,6 +219,13 @@ class OnnxLensServer(LanguageServer):
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, diagnostics=diagnostics, version=version))
 
+    def notify_state(self) -> None:
+        """Tell the client what the status bar shows: trust, the worker, what is checking."""
+        checking = sorted(uri for uri, s in self.checker.documents.items() if s.checking)
+        self.protocol.notify(STATE_NOTIFICATION, {"trusted": self.trusted,
+                                                  "workerState": self.worker_state,
+                                                  "checking": checking})
+
     def refresh_code_lens(self) -> None:
         workspace = self.client_capabilities.workspace
         if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
@@ -284,6 +293,7 @@ async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> No
     if ls.trusted:
         await ls.start_worker()
     else:
+        ls.notify_state()
         ls.tell("onnxlens runs your models' code to check them, so it waits until this "
                 "workspace is trusted. No model code has been run.", types.MessageType.Info)
 
@@ -310,6 +320,7 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
         for uri in list(ls.checker.tasks):
             ls.checker.cancel(uri)
         await ls.worker.stop()
+    ls.notify_state()
     ls.refresh_code_lens()
 
 

@@ -33,6 +33,12 @@ def _copy_workspace(root, names=("no_translation",)):
 @pytest_lsp.fixture(config=SERVER)
 async def untrusted(lsp_client: LanguageClient, tmp_path):
     handle_refreshes(lsp_client)
+    lsp_client.states = []
+
+    @lsp_client.feature("onnxlens/state")
+    def state(params) -> None:
+        lsp_client.states.append(params._asdict())
+
     workspace = _copy_workspace(tmp_path / "ws")
     lsp_client.workspace_root = workspace
     params = initialize_params("visual-studio-code", workspace, trusted=False,
@@ -64,6 +70,14 @@ async def test_untrusted_runs_nothing_until_trusted(untrusted: LanguageClient):
     assert (await server_status(untrusted))["worker"]["ready"] is True
     assert (workspace / "reports" / "onnxlens.sarif").is_file()  # asked for by the setting
     close_file(untrusted, uri)
+
+    # What the VS Code status bar shows, in the order the server announced it.
+    states = untrusted.states
+    assert states[0] == {"trusted": False, "workerState": "stopped", "checking": []}
+    worker_states = [s["workerState"] for s in states if s["trusted"]]
+    assert worker_states[0] == "starting" and "ready" in worker_states
+    assert any(s["checking"] == [uri] for s in states)
+    assert states[-1]["checking"] == [] and states[-1]["workerState"] == "ready"
 
 
 BAD_SETTINGS = {"trigger": "sometimes", "timeoutSeconds": -3, "memoryLimitMB": "lots",
