@@ -1,0 +1,200 @@
+/**
+ * The server's commands as the user meets them: from the palette they apply to the active
+ * editor's targets; save asks for a path; run shows its result in a webview; show report opens
+ * a Markdown preview; write SARIF opens the log in the SARIF Viewer when that is installed.
+ *
+ * vscode-languageclient registers the server's commands itself; this module is its
+ * `executeCommand` middleware, so the same ids work from the palette and from CodeLens.
+ */
+import * as path from "path";
+import * as vscode from "vscode";
+import { renderRunError, renderRunReport, RunReport } from "./runView";
+
+export const SARIF_VIEWER = "MS-SarifVSCode.sarif-viewer";
+
+type Next = (command: string, args: unknown[]) => Thenable<unknown> | unknown;
+
+interface TargetRef {
+  uri: string;
+  name: string;
+}
+
+/** The targets of a document, read from the CodeLens the server provides for it. */
+async function targetsOf(uri: vscode.Uri): Promise<string[]> {
+  const lenses =
+    (await vscode.commands.executeCommand<vscode.CodeLens[]>("vscode.executeCodeLensProvider", uri)) ?? [];
+  const names = lenses
+    .filter((lens) => lens.command?.command === "onnxlens.showReport")
+    .map((lens) => String(lens.command?.arguments?.[1]));
+  return [...new Set(names)];
+}
+
+function activePythonUri(): vscode.Uri | undefined {
+  const editor = vscode.window.activeTextEditor;
+  return editor && editor.document.languageId === "python" ? editor.document.uri : undefined;
+}
+
+/** The target the command is about: its arguments, else the active editor's (asking if several). */
+async function resolveTarget(args: unknown[]): Promise<TargetRef | undefined> {
+  if (typeof args[0] === "string" && typeof args[1] === "string") {
+    return { uri: args[0], name: args[1] };
+  }
+  const uri = typeof args[0] === "string" ? vscode.Uri.parse(args[0]) : activePythonUri();
+  if (uri === undefined) {
+    void vscode.window.showWarningMessage("onnxlens: open a Python file with an export target first.");
+    return undefined;
+  }
+  const names = await targetsOf(uri);
+  if (names.length === 0) {
+    void vscode.window.showWarningMessage(
+      `onnxlens: ${path.basename(uri.fsPath)} has no export target. Mark one with an ` +
+        "`# onnx-export:` comment above a model class or factory function.",
+    );
+    return undefined;
+  }
+  const name = names.length === 1 ? names[0] : await vscode.window.showQuickPick(names, { placeHolder: "Export target" });
+  return name === undefined ? undefined : { uri: uri.toString(), name };
+}
+
+function failure(result: unknown): string | undefined {
+  if (result && typeof result === "object" && "error" in result) {
+    return String((result as { error: unknown }).error);
+  }
+  return undefined;
+}
+
+async function exportNow(args: unknown[], next: Next): Promise<unknown> {
+  const uri = typeof args[0] === "string" ? args[0] : activePythonUri()?.toString();
+  if (uri === undefined) {
+    void vscode.window.showWarningMessage("onnxlens: open a Python file to check.");
+    return undefined;
+  }
+  const result = (await next("onnxlens.export", [uri])) as
+    | { targets: Record<string, { ok: boolean; problems: number }> }
+    | undefined;
+  const parts = Object.entries(result?.targets ?? {}).map(([name, t]) =>
+    t.ok ? `${name} ✓` : `${name} ✗ ${t.problems} problem${t.problems === 1 ? "" : "s"}`,
+  );
+  vscode.window.setStatusBarMessage(`onnxlens: ${parts.join(" · ") || "no export targets"}`, 5000);
+  return result;
+}
+
+async function saveModel(args: unknown[], next: Next): Promise<unknown> {
+  const target = await resolveTarget(args);
+  if (target === undefined) {
+    return undefined;
+  }
+  const source = vscode.Uri.parse(target.uri);
+  const suggested = vscode.Uri.file(path.join(path.dirname(source.fsPath), `${target.name}.onnx`));
+  const destination = typeof args[2] === "string"
+    ? vscode.Uri.file(args[2])
+    : await vscode.window.showSaveDialog({
+        defaultUri: suggested,
+        filters: { "ONNX model": ["onnx"] },
+        saveLabel: "Save ONNX model",
+        title: `Save ${target.name} as ONNX`,
+      });
+  if (destination === undefined) {
+    return undefined;
+  }
+  const result = (await next("onnxlens.saveModel", [target.uri, target.name, destination.fsPath])) as
+    | { saved?: boolean; written?: string[]; error?: string; diagnostics?: string[] }
+    | undefined;
+  const error = failure(result);
+  if (error !== undefined || !result?.saved) {
+    const problems = result?.diagnostics?.length ? ` (${result.diagnostics.join("; ")})` : "";
+    void vscode.window.showErrorMessage(`onnxlens: ${target.name} was not saved: ${error ?? "unknown error"}${problems}`);
+    return result;
+  }
+  const written = result.written ?? [destination.fsPath];
+  void vscode.window.showInformationMessage(
+    `onnxlens: saved ${target.name} to ${written.map((p) => path.basename(p)).join(", ")}.`,
+  );
+  return result;
+}
+
+let runPanel: vscode.WebviewPanel | undefined;
+
+function showRunPanel(title: string, html: string): void {
+  if (runPanel === undefined) {
+    runPanel = vscode.window.createWebviewPanel("onnxlens.runResult", title, vscode.ViewColumn.Beside, {
+      enableScripts: false,
+    });
+    runPanel.onDidDispose(() => (runPanel = undefined));
+  }
+  runPanel.title = title;
+  runPanel.webview.html = html;
+  runPanel.reveal(vscode.ViewColumn.Beside, true);
+}
+
+async function runModel(args: unknown[], next: Next): Promise<unknown> {
+  const target = await resolveTarget(args);
+  if (target === undefined) {
+    return undefined;
+  }
+  const result = (await next("onnxlens.runModel", [target.uri, target.name])) as
+    | { report?: RunReport; error?: string; diagnostics?: string[] }
+    | undefined;
+  const title = `ORT: ${target.name}`;
+  if (result?.report) {
+    showRunPanel(title, renderRunReport(result.report));
+  } else {
+    showRunPanel(title, renderRunError(target.name, failure(result) ?? "no result", result?.diagnostics ?? []));
+  }
+  return result;
+}
+
+async function showReport(args: unknown[], next: Next): Promise<unknown> {
+  const uri = typeof args[0] === "string" ? args[0] : activePythonUri()?.toString();
+  if (uri === undefined) {
+    void vscode.window.showWarningMessage("onnxlens: open a Python file first.");
+    return undefined;
+  }
+  const result = (await next("onnxlens.showReport", typeof args[1] === "string" ? [uri, args[1]] : [uri])) as
+    | { markdown?: string }
+    | undefined;
+  const document = await vscode.workspace.openTextDocument({ language: "markdown", content: result?.markdown ?? "" });
+  await vscode.commands.executeCommand("markdown.showPreview", document.uri);
+  return result;
+}
+
+async function writeSarif(args: unknown[], next: Next): Promise<unknown> {
+  const result = (await next("onnxlens.writeSarif", args)) as { path?: string } | undefined;
+  if (!result?.path) {
+    return result;
+  }
+  const log = vscode.Uri.file(result.path);
+  const viewer = vscode.extensions.getExtension(SARIF_VIEWER);
+  if (viewer !== undefined) {
+    const api = (await viewer.activate()) as { openLogs?: (logs: vscode.Uri[]) => Promise<void> } | undefined;
+    if (api?.openLogs) {
+      await api.openLogs([log]);
+      return result;
+    }
+  }
+  const choice = await vscode.window.showInformationMessage(`onnxlens: wrote ${result.path}`, "Open");
+  if (choice === "Open") {
+    await vscode.window.showTextDocument(log);
+  }
+  return result;
+}
+
+const HANDLERS: Record<string, (args: unknown[], next: Next) => Promise<unknown>> = {
+  "onnxlens.export": exportNow,
+  "onnxlens.saveModel": saveModel,
+  "onnxlens.runModel": runModel,
+  "onnxlens.showReport": showReport,
+  "onnxlens.writeSarif": writeSarif,
+};
+
+/** The languageclient middleware: user-facing behaviour around the server's commands. */
+export async function executeCommand(command: string, args: unknown[], next: Next): Promise<unknown> {
+  const handler = HANDLERS[command];
+  try {
+    return handler ? await handler(args, next) : await next(command, args);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    void vscode.window.showErrorMessage(`onnxlens: ${command.replace("onnxlens.", "")} failed: ${message}`);
+    return undefined;
+  }
+}

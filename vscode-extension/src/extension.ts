@@ -1,0 +1,317 @@
+/**
+ * The onnxlens VS Code extension: starts the bundled language server with the chosen Python,
+ * restarts it when the interpreter or a setting changes, forwards Workspace Trust, and shows
+ * the server's state in the status bar.
+ */
+import { execFile } from "child_process";
+import * as os from "os";
+import * as path from "path";
+import * as vscode from "vscode";
+import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
+import { executeCommand } from "./commands";
+import { chooseInterpreter, describeChoice, InterpreterChoice } from "./interpreter";
+import { installArguments, judgeProbe, parseProbe, PROBE_SCRIPT } from "./probe";
+import { needsRestart, serverSettings } from "./settings";
+import { SHOW_OUTPUT, ServerPhase, StatusInputs, statusView } from "./status";
+
+const PYTHON_EXTENSION = "ms-python.python";
+
+interface ServerStateNotification {
+  trusted: boolean;
+  workerState: string;
+  checking: string[];
+}
+
+class OnnxLens {
+  private client: LanguageClient | undefined;
+  private interpreter: InterpreterChoice | undefined;
+  private restarting: Promise<void> = Promise.resolve();
+  private readonly status: vscode.StatusBarItem;
+  private state: StatusInputs = {
+    server: "stopped",
+    trusted: vscode.workspace.isTrusted,
+    workerState: "stopped",
+    checking: 0,
+    problems: 0,
+    missing: [],
+  };
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    readonly output: vscode.OutputChannel,
+  ) {
+    this.status = vscode.window.createStatusBarItem("onnxlens.status", vscode.StatusBarAlignment.Left, 50);
+    this.status.name = "onnxlens";
+    context.subscriptions.push(this.status);
+  }
+
+  // -- status ------------------------------------------------------------------------------
+
+  private update(change: Partial<StatusInputs>): void {
+    this.state = { ...this.state, ...change };
+    const view = statusView(this.state);
+    this.status.text = view.text;
+    this.status.tooltip = view.tooltip;
+    this.status.command = view.command;
+    this.status.backgroundColor = view.background ? new vscode.ThemeColor(view.background) : undefined;
+    this.status.show();
+  }
+
+  countProblems(): void {
+    let problems = 0;
+    for (const [, diagnostics] of vscode.languages.getDiagnostics()) {
+      problems += diagnostics.filter((d) => d.source === "onnxlens").length;
+    }
+    this.update({ problems });
+  }
+
+  // -- interpreter -------------------------------------------------------------------------
+
+  private async pythonExtensionInterpreter(resource: vscode.Uri | undefined): Promise<string | undefined> {
+    if (vscode.extensions.getExtension(PYTHON_EXTENSION) === undefined) {
+      return undefined;
+    }
+    try {
+      const { PythonExtension } = await import("@vscode/python-extension");
+      const api = await PythonExtension.api();
+      const active = api.environments.getActiveEnvironmentPath(resource);
+      const resolved = await api.environments.resolveEnvironment(active);
+      return resolved?.executable.uri?.fsPath ?? active.path;
+    } catch (error) {
+      this.output.appendLine(`The Python extension did not name an interpreter: ${String(error)}`);
+      return undefined;
+    }
+  }
+
+  private async chooseInterpreter(): Promise<InterpreterChoice> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const configuration = vscode.workspace.getConfiguration("onnxlens", folder?.uri);
+    return chooseInterpreter({
+      setting: configuration.get<string>("interpreter"),
+      pythonExtension: vscode.workspace.isTrusted ? await this.pythonExtensionInterpreter(folder?.uri) : undefined,
+      trusted: vscode.workspace.isTrusted,
+      workspaceFolder: folder?.uri.fsPath,
+      home: os.homedir(),
+    });
+  }
+
+  /** Check the interpreter runs and has the export packages; tell the user what is missing. */
+  private async probe(choice: InterpreterChoice): Promise<boolean> {
+    let stdout: string;
+    try {
+      stdout = await new Promise<string>((resolve, reject) =>
+        execFile(choice.command, ["-c", PROBE_SCRIPT], { cwd: this.context.extensionPath, timeout: 60000 },
+          (error, out, err) => (error ? reject(new Error(err.trim() || error.message)) : resolve(out))),
+      );
+    } catch (error) {
+      const message = `onnxlens cannot start Python ${describeChoice(choice)}: ${(error as Error).message}`;
+      this.output.appendLine(message);
+      void vscode.window.showErrorMessage(message, "Open Settings").then((answer) => {
+        if (answer) {
+          void vscode.commands.executeCommand("workbench.action.openSettings", "onnxlens.interpreter");
+        }
+      });
+      return false;
+    }
+    const verdict = judgeProbe(parseProbe(stdout));
+    this.update({ missing: verdict.kind === "missing" ? verdict.packages : [] });
+    if (verdict.kind === "too-old") {
+      this.output.appendLine(verdict.message);
+      void vscode.window.showErrorMessage(verdict.message);
+      return false;
+    }
+    if (verdict.kind === "missing") {
+      this.output.appendLine(verdict.message);
+      const install = `Install ${verdict.packages.join(", ")}`;
+      void vscode.window.showErrorMessage(verdict.message, install, "Choose Interpreter").then((answer) => {
+        if (answer === install) {
+          void this.install(choice, verdict.packages);
+        } else if (answer) {
+          void vscode.commands.executeCommand("workbench.action.openSettings", "onnxlens.interpreter");
+        }
+      });
+    }
+    return true; // without the packages the server still starts: targets and CodeLens work
+  }
+
+  /** Install packages into the interpreter with pip, in a visible task; restart when done. */
+  private async install(choice: InterpreterChoice, packages: string[]): Promise<void> {
+    const task = new vscode.Task(
+      { type: "onnxlens", task: "install" },
+      vscode.TaskScope.Workspace,
+      `install ${packages.join(" ")}`,
+      "onnxlens",
+      new vscode.ProcessExecution(choice.command, installArguments(packages)),
+    );
+    const ended = new Promise<number | undefined>((resolve) => {
+      const listener = vscode.tasks.onDidEndTaskProcess((event) => {
+        if (event.execution.task.name === task.name) {
+          listener.dispose();
+          resolve(event.exitCode);
+        }
+      });
+    });
+    await vscode.tasks.executeTask(task);
+    const exitCode = await ended;
+    if (exitCode === 0) {
+      await this.restart("the export packages were installed");
+    } else {
+      void vscode.window.showErrorMessage(`onnxlens: pip install ended with exit code ${exitCode}; see the terminal.`);
+    }
+  }
+
+  // -- server ------------------------------------------------------------------------------
+
+  private clientOptions(): LanguageClientOptions {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    return {
+      documentSelector: [{ scheme: "file", language: "python" }],
+      outputChannel: this.output,
+      diagnosticCollectionName: "onnxlens",
+      initializationOptions: {
+        trusted: vscode.workspace.isTrusted,
+        settings: serverSettings((key) => vscode.workspace.getConfiguration("onnxlens", folder?.uri).get(key)),
+      },
+      middleware: {
+        executeCommand,
+        workspace: {
+          // The server asks for section `onnxlens`; answer with only the settings it knows.
+          configuration: async (params, token, next) => {
+            const answers = await next(params, token);
+            if (!Array.isArray(answers)) {
+              return answers;
+            }
+            return params.items.map((item, index) => {
+              if (item.section !== "onnxlens") {
+                return answers[index];
+              }
+              const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder?.uri;
+              return serverSettings((key) => vscode.workspace.getConfiguration("onnxlens", scope).get(key));
+            });
+          },
+        },
+      },
+    };
+  }
+
+  async start(): Promise<void> {
+    this.update({ server: "starting", workerState: "stopped", checking: 0, trusted: vscode.workspace.isTrusted });
+    const choice = await this.chooseInterpreter();
+    this.interpreter = choice;
+    this.output.appendLine(`Starting the onnxlens server with ${describeChoice(choice)}`);
+    if (!(await this.probe(choice))) {
+      this.update({ server: "failed" });
+      return;
+    }
+    const bundle = path.join(this.context.extensionPath, "bundled");
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const serverOptions: ServerOptions = {
+      command: choice.command,
+      args: [path.join(bundle, "tool", "onnxlens_server.py")],
+      options: {
+        cwd: folder?.uri.fsPath ?? bundle,
+        env: { ...process.env, PYTHONUNBUFFERED: "1" },
+      },
+    };
+    const client = new LanguageClient("onnxlens", "onnxlens", serverOptions, this.clientOptions());
+    client.onDidChangeState((event) => {
+      if (event.newState === State.Running) {
+        this.update({ server: "running" });
+      } else if (event.newState === State.Stopped) {
+        this.update({ server: this.client === client ? "failed" : "stopped", workerState: "stopped", checking: 0 });
+      }
+    });
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      this.output.appendLine(`The onnxlens server did not start: ${String(error)}`);
+      this.update({ server: "failed" });
+      return;
+    }
+    client.onNotification("onnxlens/state", (state: ServerStateNotification) =>
+      this.update({ trusted: state.trusted, workerState: state.workerState, checking: state.checking.length }),
+    );
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client !== undefined) {
+      try {
+        await client.stop(10000);
+      } catch (error) {
+        this.output.appendLine(`The onnxlens server did not stop cleanly: ${String(error)}`);
+      }
+    }
+    this.update({ server: "stopped" });
+  }
+
+  /** Restarts run one after another, so a burst of setting changes cannot interleave them. */
+  restart(reason: string): Promise<void> {
+    this.restarting = this.restarting.then(async () => {
+      this.output.appendLine(`Restarting the onnxlens server: ${reason}`);
+      await this.stop();
+      await this.start();
+    });
+    return this.restarting;
+  }
+
+  /** Trust granted: a new interpreter may now apply (restart), else the server is told. */
+  async trustGranted(): Promise<void> {
+    const choice = await this.chooseInterpreter();
+    if (this.client === undefined || choice.command !== this.interpreter?.command) {
+      await this.restart("the workspace is now trusted");
+      return;
+    }
+    this.update({ trusted: true });
+    await this.client.sendNotification("onnxlens/trustChanged", { trusted: true });
+  }
+}
+
+let lens: OnnxLens | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel("onnxlens");
+  context.subscriptions.push(output);
+  lens = new OnnxLens(context, output);
+  const current = lens;
+  context.subscriptions.push(
+    vscode.commands.registerCommand("onnxlens.restartServer", () => current.restart("asked for")),
+    vscode.commands.registerCommand(SHOW_OUTPUT, () => output.show(true)),
+    vscode.languages.onDidChangeDiagnostics(() => current.countProblems()),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => current.trustGranted()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (needsRestart((section) => event.affectsConfiguration(section))) {
+        void current.restart("the settings changed");
+      }
+    }),
+  );
+  await watchPythonExtension(context, current);
+  await current.start();
+}
+
+/** Restart when the Python extension's active environment changes (if it is installed). */
+async function watchPythonExtension(context: vscode.ExtensionContext, current: OnnxLens): Promise<void> {
+  if (vscode.extensions.getExtension(PYTHON_EXTENSION) === undefined) {
+    return;
+  }
+  try {
+    const { PythonExtension } = await import("@vscode/python-extension");
+    const api = await PythonExtension.api();
+    context.subscriptions.push(
+      api.environments.onDidChangeActiveEnvironmentPath(() => {
+        const setting = vscode.workspace.getConfiguration("onnxlens").get<string>("interpreter");
+        if (!setting) {
+          void current.restart("the Python environment changed");
+        }
+      }),
+    );
+  } catch (error) {
+    current.output.appendLine(`Not following the Python extension's environment: ${String(error)}`);
+  }
+}
+
+export async function deactivate(): Promise<void> {
+  await lens?.stop();
+}

@@ -1,0 +1,54 @@
+/**
+ * The server's settings (lsp_server/settings.py) as VS Code stores them under `onnxlens.*`,
+ * and which configuration changes need a server restart.
+ */
+
+/** Settings the server reads; each is passed through unchanged. */
+export const SERVER_SETTINGS = [
+  "trigger",
+  "debounceMs",
+  "timeoutSeconds",
+  "memoryLimitMB",
+  "atol",
+  "rtol",
+  "opset",
+  "sarif.outputDirectory",
+  "logLevel",
+  "select",
+  "ignore",
+] as const;
+
+/** Settings only the extension reads. */
+export const CLIENT_SETTINGS = ["interpreter"] as const;
+
+/** `get(key)` of a `WorkspaceConfiguration` for the `onnxlens` section. */
+export type SettingReader = (key: string) => unknown;
+
+/**
+ * The server's settings object: camelCase keys as the server expects them, `sarif` nested.
+ * Unset values (`undefined`) are left out so the server's own defaults and the workspace's
+ * `[tool.onnxlens]` apply.
+ */
+export function serverSettings(read: SettingReader): Record<string, unknown> {
+  const settings: Record<string, unknown> = {};
+  for (const key of SERVER_SETTINGS) {
+    const value = read(key);
+    if (value === undefined) {
+      continue;
+    }
+    const [head, tail] = key.split(".");
+    if (tail === undefined) {
+      settings[head] = value;
+    } else {
+      const group = (settings[head] ?? {}) as Record<string, unknown>;
+      group[tail] = value;
+      settings[head] = group;
+    }
+  }
+  return settings;
+}
+
+/** True when a configuration change touches a setting that the running server depends on. */
+export function needsRestart(affects: (section: string) => boolean): boolean {
+  return [...SERVER_SETTINGS, ...CLIENT_SETTINGS].some((key) => affects(`onnxlens.${key}`));
+}
