@@ -65,18 +65,29 @@ const USER_SETTINGS = {
   "workbench.layoutControl.enabled": false,
 };
 
-/** Start code-server on a copy of `source` (so fixes applied by tests never touch the repo). */
-export async function startCodeServer(source: string, extraSettings: Record<string, unknown> = {}): Promise<CodeServer> {
+/**
+ * Start code-server on a copy of `source` (so fixes applied by tests never touch the repo).
+ * `prepare` may set up files in the test's home directory and returns more user settings.
+ */
+export async function startCodeServer(
+  source: string,
+  extraSettings: Record<string, unknown> = {},
+  prepare: (home: string) => Record<string, unknown> = () => ({}),
+): Promise<CodeServer> {
   const home = mkdtempSync(path.join(os.tmpdir(), "onnxlens-e2e-"));
+  const preparedSettings = prepare(home);
   const workspace = path.join(home, path.basename(source));
   cpSync(source, workspace, { recursive: true, filter: (p) => !p.includes("__pycache__") });
   const userData = path.join(home, "user-data");
   const extensions = path.join(home, "extensions");
   mkdirSync(path.join(userData, "User"), { recursive: true });
   writeFileSync(path.join(userData, "User", "settings.json"),
-    JSON.stringify({ ...USER_SETTINGS, "onnxlens.interpreter": python(), ...extraSettings }, null, 2));
+    JSON.stringify({ ...USER_SETTINGS, "onnxlens.interpreter": python(), ...extraSettings, ...preparedSettings },
+      null, 2));
   const entry = path.join(codeServerDir(), "out", "node", "entry.js");
-  const common = ["--user-data-dir", userData, "--extensions-dir", extensions];
+  // Its own config file, so nothing is written to the user's ~/.config/code-server.
+  const common = ["--user-data-dir", userData, "--extensions-dir", extensions,
+    "--config", path.join(home, "code-server.yaml")];
   execFileSync("node", [entry, ...common, "--install-extension", VSIX], { stdio: "pipe", timeout: 120000 });
   const port = await freePort();
   const child = spawn("node", [entry, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry",
