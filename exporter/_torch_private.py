@@ -9,7 +9,8 @@ and of finding only the first translation problem.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import torch
@@ -37,6 +38,26 @@ try:  # pragma: no branch - the guard itself is tested
     )
 except ImportError:  # pragma: no cover - depends on the installed torch
     PRIVATE_API = False
+
+try:  # pragma: no branch - what the cached decomposition replaces, by name
+    from torch._export import utils as _export_utils
+    from torch.export import decomp_utils as _decomp_utils
+    from torch.export import exported_program as _exported_program
+    from torch.onnx._internal.exporter import _decomp
+
+    CACHED_DECOMPOSITION = PRIVATE_API and all((
+        hasattr(_export_utils, "_materialize_cpp_cia_ops"),
+        hasattr(_decomp, "create_onnx_friendly_decomposition_table"),
+        *(hasattr(module, "_collect_all_valid_cia_ops")
+          for module in (_export_utils, _decomp_utils, _exported_program)),
+    ))
+except ImportError:  # pragma: no cover - depends on the installed torch
+    CACHED_DECOMPOSITION = False
+
+# ONNX-friendly decomposition tables by everything they are computed from (see _table).
+_TABLES: dict[tuple[Any, ...], dict[Any, Callable]] = {}
+_build_table: Callable[[set[Any]], dict[Any, Callable]] = (
+    _decomp.create_onnx_friendly_decomposition_table if CACHED_DECOMPOSITION else dict)
 
 
 def build_registry(opset: int | None = None) -> Any:
@@ -91,7 +112,51 @@ def rename_dynamic_axes(onnx_program: Any, dynamic_shapes: Any) -> None:
 
 
 def decompose(program: torch.export.ExportedProgram, registry: Any) -> torch.export.ExportedProgram:
-    return _core._prepare_exported_program_for_export(program, registry=registry)
+    """torch.onnx's decomposition of a captured program, without its per-call rebuilds.
+
+    Per call, torch walks every registered operator twice to find the CompositeImplicitAutograd
+    ops (re-materializing the C++ ones once per namespace) and rebuilds the decomposition table
+    (≈0.1 s together). Here the walk runs once per call, materializing once, and the table is
+    reused while nothing it is computed from changed (custom ops a user module registers
+    change the key). Same result; torch's own code does the decomposition."""
+    if not CACHED_DECOMPOSITION:
+        return _core._prepare_exported_program_for_export(program, registry=registry)
+    cia_ops = _valid_cia_ops()
+    with ExitStack() as stack:
+        for module in (_decomp_utils, _exported_program):
+            stack.enter_context(_replaced(module, "_collect_all_valid_cia_ops",
+                                          lambda: set(cia_ops)))
+        stack.enter_context(_replaced(_decomp, "create_onnx_friendly_decomposition_table",
+                                      lambda onnx_ops: _table(onnx_ops, cia_ops)))
+        return _core._prepare_exported_program_for_export(program, registry=registry)
+
+
+def _valid_cia_ops() -> set[Any]:
+    """``_collect_all_valid_cia_ops``, materializing the C++ CIA ops once, not per namespace."""
+    _export_utils._materialize_cpp_cia_ops()
+    with _replaced(_export_utils, "_materialize_cpp_cia_ops", lambda: None):
+        return set(_export_utils._collect_all_valid_cia_ops())
+
+
+def _table(onnx_ops: set[Any], cia_ops: set[Any]) -> dict[Any, Callable]:
+    """The ONNX-friendly decomposition table, built once per registry and operator set."""
+    key = (frozenset(onnx_ops), frozenset(cia_ops),
+           tuple(torch._decomp.decomposition_table.items()))
+    if key not in _TABLES:
+        if len(_TABLES) >= 4:  # a few registries (opsets, translation tables) at a time
+            _TABLES.clear()
+        _TABLES[key] = _build_table(onnx_ops)
+    return _TABLES[key]
+
+
+@contextmanager
+def _replaced(module: Any, name: str, replacement: Callable) -> Iterator[None]:
+    original = getattr(module, name)
+    setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
 
 
 def unsupported_nodes(program: torch.export.ExportedProgram, registry: Any) -> list[torch.fx.Node]:
