@@ -1,4 +1,8 @@
-"""Running an ONNX model in ONNX Runtime with a model's example inputs."""
+"""Running an ONNX model in ONNX Runtime with a model's example inputs.
+
+onnxruntime is imported on first use, not with this module: its import starts a thread, and
+the language server's export worker imports the pipeline before it forks (a process that
+forks must run no threads that the children could need)."""
 
 from __future__ import annotations
 
@@ -6,18 +10,22 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import torch
 from torch.utils import _pytree
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 _PROTOBUF_LIMIT = 2**31 - 1
 
 
 def create_session(model: onnx.ModelProto) -> ort.InferenceSession:
+    import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only: failures are reported as diagnostics instead
     if model.ByteSize() < _PROTOBUF_LIMIT:
@@ -66,6 +74,8 @@ def feed(session: ort.InferenceSession, inputs: list[Any]) -> dict[str, np.ndarr
 
 
 def run(session: ort.InferenceSession, inputs: list[Any]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
     options = ort.RunOptions()
     options.log_severity_level = 4
     return session.run(None, feed(session, inputs), options)
