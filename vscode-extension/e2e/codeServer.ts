@@ -3,7 +3,7 @@
  * workspace, and the teardown that leaves no process behind.
  */
 import { ChildProcess, execFileSync, spawn } from "child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "fs";
 import { createServer } from "net";
 import * as os from "os";
 import * as path from "path";
@@ -44,6 +44,8 @@ export interface CodeServer {
   /** Everything it started, recorded before teardown. */
   seen: Set<number>;
   home: string;
+  /** The user settings file; code-server picks up edits to it while running. */
+  settingsFile: string;
 }
 
 const USER_SETTINGS = {
@@ -115,7 +117,8 @@ export async function startCodeServer(
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { url, workspace, process: child, seen: new Set(), home };
+  const settingsFile = path.join(userData, "User", "settings.json");
+  return { url, workspace, process: child, seen: new Set(), home, settingsFile };
 }
 
 /** Remember the server's descendants now, so teardown can prove each one is gone. */
@@ -154,6 +157,20 @@ export async function stopCodeServer(server: CodeServer): Promise<number[]> {
   await new Promise((r) => setTimeout(r, 300));
   rmSync(server.home, { recursive: true, force: true });
   return stubborn;
+}
+
+/** Change the workspace's settings (.vscode/settings.json) while code-server runs. */
+export function updateWorkspaceSettings(server: CodeServer, changes: Record<string, unknown>): void {
+  const file = path.join(server.workspace, ".vscode", "settings.json");
+  mkdirSync(path.dirname(file), { recursive: true });
+  const current = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+  writeFileSync(file, JSON.stringify({ ...current, ...changes }, null, 2));
+}
+
+/** The pid of the running onnxlens language server, if there is exactly one. */
+export function languageServerPid(server: CodeServer): number | undefined {
+  const servers = recordProcesses(server).filter((p) => p.command.includes("onnxlens_server.py"));
+  return servers.length === 1 ? servers[0].pid : undefined;
 }
 
 export function stillAlive(server: CodeServer): number[] {

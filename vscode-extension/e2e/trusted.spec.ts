@@ -4,7 +4,17 @@
  */
 import { expect, Page, test } from "@playwright/test";
 import * as path from "path";
-import { CodeServer, REPO, recordProcesses, startCodeServer, stillAlive, stopCodeServer } from "./codeServer";
+import { existsSync, readFileSync } from "fs";
+import {
+  CodeServer,
+  languageServerPid,
+  recordProcesses,
+  REPO,
+  startCodeServer,
+  stillAlive,
+  stopCodeServer,
+  updateWorkspaceSettings,
+} from "./codeServer";
 import {
   chooseAction,
   codeLens,
@@ -12,6 +22,7 @@ import {
   goToLine,
   openFile,
   openWorkbench,
+  runCommand,
   problems,
   screenshot,
   statusItem,
@@ -72,6 +83,20 @@ test("Run from the CodeLens shows the ONNX Runtime result", async () => {
   await expect(view.locator("body")).toContainText("output");
   await expect(view.locator("#latency")).toContainText(/p50 [\d.]+ ms · p90 [\d.]+ ms/);
   await screenshot(page, "run-in-ort");
+  await runCommand(page, "View: Close All Editor Groups");
+});
+
+test("Save from the CodeLens asks for a path, defaulting beside the source", async () => {
+  await openFile(page, "mlp.py");
+  await expect(codeLens(page, /✓ ONNX/)).toBeVisible({ timeout: 120_000 });
+  await codeLens(page, /^Save$/).click();
+  const input = page.locator(".quick-input-widget input");
+  await expect(input).toHaveValue(/\/MLPModel\.onnx$/);
+  await screenshot(page, "save-dialog");
+  await input.press("Enter");
+  await expect(page.locator(".notification-toast", { hasText: "onnxlens: saved MLPModel to MLPModel.onnx." }))
+    .toBeVisible({ timeout: 120_000 });
+  expect(existsSync(`${server.workspace}/MLPModel.onnx`)).toBe(true);
 });
 
 test("a quick fix makes its diagnostic go", async () => {
@@ -91,4 +116,34 @@ test("a quick fix makes its diagnostic go", async () => {
     .not.toContain("ONNX102");
   await expect(page.locator(".monaco-editor .view-lines").first()).toContainText("dynamic_shapes");
   await screenshot(page, "quick-fix-applied");
+});
+
+test("a settings change restarts the server with the new settings", async () => {
+  await openFile(page, "failing/special_functions.py");
+  await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX106", 15], ["ONNX201", 17]]);
+  const before = languageServerPid(server);
+  expect(before).toBeDefined();
+  updateWorkspaceSettings(server, { "onnxlens.ignore": ["ONNX106"] });
+  await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
+  const after = languageServerPid(server);
+  expect(after).toBeDefined();
+  expect(after).not.toBe(before);
+});
+
+test("Restart language server starts a new server that checks again", async () => {
+  const before = languageServerPid(server);
+  await runCommand(page, "onnxlens: Restart language server");
+  await expect.poll(() => languageServerPid(server), { timeout: 60_000 }).not.toBe(before);
+  await expect.poll(() => languageServerPid(server), { timeout: 60_000 }).toBeDefined();
+  await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
+});
+
+test("Write SARIF log writes the workspace's problems as SARIF", async () => {
+  await runCommand(page, "onnxlens: Write SARIF log");
+  const sarif = `${server.workspace}/onnxlens.sarif`;
+  await expect(page.locator(".notification-toast", { hasText: `onnxlens: wrote ${sarif}` })).toBeVisible();
+  expect(existsSync(sarif)).toBe(true);
+  const log = JSON.parse(readFileSync(sarif, "utf8")) as { version: string; runs: Array<{ results: Array<{ ruleId: string }> }> };
+  expect(log.version).toBe("2.1.0");
+  expect(log.runs[0].results.map((r) => r.ruleId).sort()).toEqual(["ONNX101", "ONNX201", "ONNX201"]);
 });

@@ -34,14 +34,27 @@ export async function runCommand(page: Page, title: string): Promise<void> {
 
 /** Open a workspace file by its path relative to the workspace, with Quick Open. */
 export async function openFile(page: Page, relative: string): Promise<void> {
-  await page.keyboard.press("Control+P");
-  const input = page.locator(".quick-input-widget input");
-  await expect(input).toBeVisible();
-  await input.fill(relative);
-  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: path.basename(relative) }).first();
-  await expect(row).toBeVisible();
-  await input.press("Enter");
-  await expect(page.locator(".tab.active", { hasText: path.basename(relative) })).toBeVisible();
+  const name = path.basename(relative);
+  const tab = page.locator(".editor-group-container.active .tab.active", { hasText: name });
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("Control+P");
+    const input = page.locator(".quick-input-widget input");
+    await expect(input).toBeVisible();
+    await input.fill(relative);
+    const row = page.locator(".quick-input-list .monaco-list-row.focused", { hasText: name });
+    await expect(row).toBeVisible();
+    await input.press("Enter");
+    try {
+      await expect(tab).toBeVisible({ timeout: 10_000 });
+      break;
+    } catch (error) {
+      await screenshot(page, `open-file-failed-${attempt}`);
+      if (attempt === 3) {
+        throw error;
+      }
+      await page.keyboard.press("Escape");
+    }
+  }
   await expect(page.locator(".monaco-editor .view-lines").first()).toBeVisible();
 }
 
