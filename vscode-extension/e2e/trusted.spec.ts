@@ -86,6 +86,16 @@ test("Run from the CodeLens shows the ONNX Runtime result", async () => {
   await runCommand(page, "View: Close All Editor Groups");
 });
 
+test("the CodeLens title opens the export report", async () => {
+  await openFile(page, "mlp.py");
+  await codeLens(page, /✓ ONNX/).click();
+  const preview = await webviewFrame(page, "text=ONNX export: MLPModel");
+  await expect(preview.locator("body")).toContainText("Operators: Gemm ×5");
+  await expect(preview.locator("body")).toContainText("Stages: ✓ load");
+  await screenshot(page, "report");
+  await runCommand(page, "View: Close All Editor Groups");
+});
+
 test("Save from the CodeLens asks for a path, defaulting beside the source", async () => {
   await openFile(page, "mlp.py");
   await expect(codeLens(page, /✓ ONNX/)).toBeVisible({ timeout: 120_000 });

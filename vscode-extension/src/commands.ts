@@ -1,14 +1,13 @@
 /**
  * The server's commands as the user meets them: from the palette they apply to the active
- * editor's targets; save asks for a path; run shows its result in a webview; show report opens
- * a Markdown preview; write SARIF opens the log in the SARIF Viewer when that is installed.
+ * editor's targets; save asks for a path; run and show report open side views; write SARIF opens the log in the SARIF Viewer when that is installed.
  *
  * vscode-languageclient registers the server's commands itself; this module is its
  * `executeCommand` middleware, so the same ids work from the palette and from CodeLens.
  */
 import * as path from "path";
 import * as vscode from "vscode";
-import { renderRunError, renderRunReport, RunReport } from "./runView";
+import { escapeHtml, htmlPage, renderRunError, renderRunReport, RunReport } from "./runView";
 
 export const SARIF_VIEWER = "MS-SarifVSCode.sarif-viewer";
 
@@ -113,18 +112,21 @@ async function saveModel(args: unknown[], next: Next): Promise<unknown> {
   return result;
 }
 
-let runPanel: vscode.WebviewPanel | undefined;
+/** One reusable panel per kind of view (run results, reports). */
+const panels = new Map<string, vscode.WebviewPanel>();
 
-function showRunPanel(title: string, html: string): void {
-  if (runPanel === undefined) {
-    runPanel = vscode.window.createWebviewPanel("onnxlens.runResult", title, vscode.ViewColumn.Beside, {
+function showPanel(kind: string, title: string, html: string): void {
+  let panel = panels.get(kind);
+  if (panel === undefined) {
+    panel = vscode.window.createWebviewPanel(`onnxlens.${kind}`, title, vscode.ViewColumn.Beside, {
       enableScripts: false,
     });
-    runPanel.onDidDispose(() => (runPanel = undefined));
+    panel.onDidDispose(() => panels.delete(kind));
+    panels.set(kind, panel);
   }
-  runPanel.title = title;
-  runPanel.webview.html = html;
-  runPanel.reveal(vscode.ViewColumn.Beside, true);
+  panel.title = title;
+  panel.webview.html = html;
+  panel.reveal(vscode.ViewColumn.Beside, true);
 }
 
 async function runModel(args: unknown[], next: Next): Promise<unknown> {
@@ -137,9 +139,9 @@ async function runModel(args: unknown[], next: Next): Promise<unknown> {
     | undefined;
   const title = `ORT: ${target.name}`;
   if (result?.report) {
-    showRunPanel(title, renderRunReport(result.report));
+    showPanel("run", title, renderRunReport(result.report));
   } else {
-    showRunPanel(title, renderRunError(target.name, failure(result) ?? "no result", result?.diagnostics ?? []));
+    showPanel("run", title, renderRunError(target.name, failure(result) ?? "no result", result?.diagnostics ?? []));
   }
   return result;
 }
@@ -153,8 +155,16 @@ async function showReport(args: unknown[], next: Next): Promise<unknown> {
   const result = (await next("onnxlens.showReport", typeof args[1] === "string" ? [uri, args[1]] : [uri])) as
     | { markdown?: string }
     | undefined;
-  const document = await vscode.workspace.openTextDocument({ language: "markdown", content: result?.markdown ?? "" });
-  await vscode.commands.executeCommand("markdown.showPreview", document.uri);
+  const markdown = result?.markdown ?? "";
+  let body: string;
+  try {
+    // VS Code's own Markdown renderer (the built-in Markdown extension).
+    body = await vscode.commands.executeCommand<string>("markdown.api.render", markdown);
+  } catch {
+    body = `<pre>${escapeHtml(markdown)}</pre>`;
+  }
+  const name = typeof args[1] === "string" ? args[1] : path.basename(vscode.Uri.parse(uri).fsPath);
+  showPanel("report", `ONNX report: ${name}`, htmlPage(`ONNX report: ${name}`, body));
   return result;
 }
 

@@ -76,7 +76,8 @@ const STYLE = `body{font-family:var(--vscode-font-family);color:var(--vscode-for
 table{border-collapse:collapse;margin-bottom:1em}td,th{border:1px solid var(--vscode-panel-border,#8884);padding:2px 8px;text-align:left}
 .ok{color:var(--vscode-testing-iconPassed,#3a3)}.bad{color:var(--vscode-errorForeground,#d33)}`;
 
-function page(title: string, body: string): string {
+/** A complete page for a webview: no scripts, inline styles only, VS Code's theme colours. */
+export function htmlPage(title: string, body: string): string {
   return `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">` +
     `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline';">` +
     `<title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`;
@@ -93,12 +94,12 @@ export function renderRunReport(report: RunReport): string {
     comparisonTable(report.comparison) +
     `<h2>Latency</h2><p id="latency">p50 ${latency.p50_ms.toFixed(3)} ms · p90 ${latency.p90_ms.toFixed(3)} ms · ` +
     `mean ${latency.mean_ms.toFixed(3)} ms over ${latency.runs} runs</p>`;
-  return page(`${report.target} in ONNX Runtime`, body);
+  return htmlPage(`${report.target} in ONNX Runtime`, body);
 }
 
 export function renderRunError(target: string, error: string, diagnostics: string[]): string {
   const items = diagnostics.map((d) => `<li>${escapeHtml(d)}</li>`).join("");
   const body = `<h1>${escapeHtml(target)} in ONNX Runtime</h1><p class="bad" id="verdict">✗ ${escapeHtml(error)}</p>` +
     (items ? `<h2>Problems</h2><ul>${items}</ul>` : "");
-  return page(`${target} in ONNX Runtime`, body);
+  return htmlPage(`${target} in ONNX Runtime`, body);
 }
