@@ -14,6 +14,7 @@ from exporter.result import CheckResult, StageState, StageStatus, TargetResult
 from exporter.serialize import result_from_data
 from exporter.sourcetext import decoding_problem
 from exporter.targets import Target, discover
+from lsp_server.reuse import ResultCache
 from lsp_server.store import DocumentState
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class Checker:
         self.documents: dict[str, DocumentState] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.results = ResultCache()
 
     def state(self, uri: str) -> DocumentState:
         return self.documents.setdefault(uri, DocumentState())
@@ -129,7 +131,14 @@ class Checker:
                                                 files=[path]))
 
     async def _run_target(self, text: str, target: Target) -> TargetResult:
-        answer = await self.server.submit(self.server.job_request("check", target, text))
+        request = self.server.job_request("check", target, text)
+        worker = f"{self.server.worker.pid}/{self.server.worker.restarts}"
+        answer = self.results.get(request, worker)
+        if answer is None:
+            answer = await self.server.submit(request)
+            self.results.put(request, worker, answer)
+        else:
+            log.debug("check reused: %s %s", target.path, target.name)
         return self._target_result(target, answer)
 
     def _target_result(self, target: Target, answer: dict[str, Any]) -> TargetResult:

@@ -312,6 +312,7 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
     if trusted == ls.trusted:
         return
     ls.trusted = trusted
+    ls.checker.results.clear()
     if trusted:
         await ls.start_worker()
         for uri in list(ls.workspace.text_documents):
@@ -548,4 +549,6 @@ async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
     return {"trusted": ls.trusted, "worker": worker, "workerState": ls.worker_state,
             "checking": sorted(uri for uri, s in ls.checker.documents.items() if s.checking),
             "serverImportsTorch": "torch" in sys.modules,
+            "results": {"checked": ls.checker.results.checked,
+                        "reused": ls.checker.results.reused},
             "settings": ls.settings.__dict__}

@@ -15,13 +15,17 @@ from exporter.result import CheckResult
 from exporter.serialize import diagnostic_to_data, result_to_data
 from exporter.session import ExportSession
 from exporter.sourcetext import set_overlay
+from lsp_server.reuse import InputRecorder
 
 
 def run_job(session: ExportSession, request: dict[str, Any]) -> dict[str, Any]:
     path = Path(request["file"])
     workspace = Path(request["workspace"])
-    if request.get("text") is not None:
-        set_overlay(path, request["text"])
+    text, op = request.get("text"), request["op"]
+    if text is not None:
+        set_overlay(path, text)
+    # What a check reads decides whether the server may reuse its result (lsp_server.reuse).
+    recorder = InputRecorder(path if text is not None else None) if op == "check" else None
     settings = request.get("settings") or {}
     session.settings = Settings(opset=settings.get("opset"), atol=settings.get("atol"),
                                 rtol=settings.get("rtol"))
@@ -31,9 +35,8 @@ def run_job(session: ExportSession, request: dict[str, Any]) -> dict[str, Any]:
         return {"error": f"no export target {request['target']!r} in {path.name}"}
     context, target_result = session.run_target(target, workspace)
     result = CheckResult(targets=[target_result], files=[path])
-    op = request["op"]
-    if op == "check":
-        return {"result": result_to_data(result)}
+    if recorder is not None:
+        return {"result": result_to_data(result), "inputs": recorder.inputs()}
     if op == "save":
         return _save(context, result, request)
     if op == "run":

@@ -79,7 +79,8 @@ async def test_killing_the_check_process_twenty_times(client: LanguageClient):
 
 async def test_killing_the_worker_itself(client: LanguageClient):
     path = LSP_FIXTURES / "slow" / "model.py"
-    uri = open_file(client, path)
+    # A text not checked before: the previous test's clean result would be reused.
+    uri = open_file(client, path, path.read_text() + "\n# the worker dies\n")
     try:
         await _job_pid(client)
         worker = (await server_status(client))["worker"]["pid"]

@@ -63,7 +63,8 @@ async def test_other_files_are_answered_while_a_slow_check_runs(client: Language
 async def test_cancel_from_the_progress_ui(client: LanguageClient):
     known = set(client.progress_reports)
     path = LSP_FIXTURES / "slow" / "model.py"
-    uri = open_file(client, path)
+    # A text not checked before: the previous test's result would be reused, not run.
+    uri = open_file(client, path, path.read_text() + "\n# cancelled from the progress UI\n")
     try:
         def begun() -> object:
             return next((token for token, reports in client.progress_reports.items()

@@ -1,0 +1,105 @@
+"""A check's result is reused only while nothing it depends on changed: the document text, the
+settings, and the content of the workspace modules it imports. A check that reads a data file
+is always run again."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.lsp.conftest import (
+    SERVER,
+    handle_refreshes,
+    initialize_params,
+    open_file,
+    record_publishes,
+    server_status,
+    uri_of,
+    wait_for,
+)
+
+MODEL = textwrap.dedent("""\
+    from pathlib import Path
+
+    import torch
+
+    from helper import scale
+
+
+    # onnx-export: args=(torch.rand(2, 3),)
+    class Scaled(torch.nn.Module):
+        def forward(self, x):
+            return scale(x)
+
+
+    # onnx-export: args=(torch.rand(2, 3),)
+    def from_data():
+        factor = float(Path(__file__).with_name("factor.txt").read_text())
+        return torch.nn.Hardtanh(-factor, factor)
+""")
+HELPER = "import torch\n\n\ndef scale(x):\n    return {body}\n"
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def client(lsp_client: LanguageClient, tmp_path):
+    handle_refreshes(lsp_client)
+    lsp_client.workspace_root = tmp_path
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "helper.py").write_text(HELPER.format(body="torch.sigmoid(x) * 2"))
+    (tmp_path / "factor.txt").write_text("2.0")
+    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _published(client: LanguageClient, publishes: list, uri: str, action) -> list[str]:
+    """Do ``action`` and wait for the next diagnostics of ``uri``; their rules."""
+    before = len(publishes)
+    action()
+    await wait_for(lambda: any(p.uri == uri for p in publishes[before:]),
+                   what=f"diagnostics of {uri}")
+    return sorted(str(d.code) for d in client.diagnostics.get(uri, []))
+
+
+def _save(client: LanguageClient, uri: str) -> None:
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def _counts(client: LanguageClient) -> tuple[int, int]:
+    results = (await server_status(client))["results"]
+    return results["checked"], results["reused"]
+
+
+async def test_results_are_reused_only_while_their_inputs_are_unchanged(client: LanguageClient):
+    root = client.workspace_root
+    publishes = record_publishes(client)
+    uri = uri_of(root / "model.py")
+
+    assert await _published(client, publishes, uri, lambda: open_file(client, root / "model.py")) \
+        == []
+    assert await _counts(client) == (2, 0)  # two targets, both run
+
+    # Saved again unchanged: the target that imports only modules is reused, the one that
+    # reads factor.txt runs again.
+    assert await _published(client, publishes, uri, lambda: _save(client, uri)) == []
+    assert await _counts(client) == (3, 1)
+
+    # The imported module changed on disk: the same document is checked again and the new
+    # problem is found.
+    (root / "helper.py").write_text(HELPER.format(body="torch.special.i0(x)"))
+    assert await _published(client, publishes, uri, lambda: _save(client, uri)) == ["ONNX201"]
+    assert await _counts(client) == (5, 1)
+
+    # A setting that reaches the check (the opset) is part of what must be unchanged.
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"onnxlens": {"opset": 20}}))
+    await _published(client, publishes, uri, lambda: _save(client, uri))
+    assert await _counts(client) == (7, 1)
+
+    # Unchanged again: reused, with the helper's problem still reported.
+    assert await _published(client, publishes, uri, lambda: _save(client, uri)) == ["ONNX201"]
+    assert await _counts(client) == (8, 2)
