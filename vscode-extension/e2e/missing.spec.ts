@@ -3,34 +3,20 @@
  * to install them; the status item says the worker is down.
  */
 import { execFileSync } from "child_process";
-import { expect, Page, test } from "@playwright/test";
+import { expect, test } from "@playwright/test";
 import * as path from "path";
-import { CodeServer, REPO, startCodeServer, stillAlive, stopCodeServer } from "./codeServer";
-import { openFile, openWorkbench, screenshot, statusItem } from "./workbench";
+import { vscodeSession } from "./session";
+import { openFile, screenshot, statusItem } from "./workbench";
 
-let server: CodeServer;
-let page: Page;
-let bare: string;
-
-test.beforeAll(async ({ browser }) => {
-  server = await startCodeServer(path.join(REPO, "examples"), {}, (home) => {
-    bare = path.join(home, "bare");
-    execFileSync("python3", ["-m", "venv", "--without-pip", bare]);
-    return { "onnxlens.interpreter": path.join(bare, "bin", "python") };
-  });
-  page = await browser.newPage();
-  await openWorkbench(page, server.url, true);
-});
-
-test.afterAll(async () => {
-  await page?.close();
-  if (server) {
-    await stopCodeServer(server);
-    expect(stillAlive(server), "processes left behind by code-server").toEqual([]);
-  }
+let bare = "";
+const session = vscodeSession(true, (home) => {
+  bare = path.join(home, "bare");
+  execFileSync("python3", ["-m", "venv", "--without-pip", bare]);
+  return { "onnxlens.interpreter": path.join(bare, "bin", "python") };
 });
 
 test("missing export packages are named, with an action that installs them", async () => {
+  const { page } = session;
   await openFile(page, "mlp.py");
   const toast = page.locator(".notification-toast", { hasText: "onnxlens cannot check models: torch, onnx, onnxscript, onnxruntime are not installed" });
   await expect(toast).toBeVisible({ timeout: 120_000 });

@@ -2,28 +2,18 @@
  * The examples workspace, trusted, in a real VS Code: Problems, hover, Run in ONNX Runtime from
  * the CodeLens, and a quick fix that makes its diagnostic go.
  */
-import { expect, Page, test } from "@playwright/test";
-import * as path from "path";
+import { expect, test } from "@playwright/test";
 import { existsSync, readFileSync } from "fs";
-import {
-  CodeServer,
-  languageServerPid,
-  recordProcesses,
-  REPO,
-  startCodeServer,
-  stillAlive,
-  stopCodeServer,
-  updateWorkspaceSettings,
-} from "./codeServer";
+import { languageServerPid, recordProcesses, updateWorkspaceSettings } from "./codeServer";
+import { vscodeSession } from "./session";
 import {
   chooseAction,
   codeLens,
   expectProblems,
   goToLine,
   openFile,
-  openWorkbench,
-  runCommand,
   problems,
+  runCommand,
   screenshot,
   statusItem,
   token,
@@ -32,24 +22,10 @@ import {
 
 test.describe.configure({ mode: "serial" });
 
-let server: CodeServer;
-let page: Page;
-
-test.beforeAll(async ({ browser }) => {
-  server = await startCodeServer(path.join(REPO, "examples"));
-  page = await browser.newPage();
-  await openWorkbench(page, server.url, true);
-});
-
-test.afterAll(async () => {
-  await page?.close();
-  if (server) {
-    await stopCodeServer(server);
-    expect(stillAlive(server), "processes left behind by code-server").toEqual([]);
-  }
-});
+const session = vscodeSession(true);
 
 test("a failing model's problems are listed at their lines", async () => {
+  const { page, server } = session;
   await openFile(page, "failing/special_functions.py");
   const found = await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX106", 15], ["ONNX201", 17]]);
   expect(found.find((p) => p.line === 14)?.text).toContain("`aten::i0` has no ONNX translation");
@@ -62,6 +38,7 @@ test("a failing model's problems are listed at their lines", async () => {
 });
 
 test("hovering a target shows its summary", async () => {
+  const { page } = session;
   await openFile(page, "mlp.py");
   await expect(codeLens(page, /✓ ONNX/)).toBeVisible({ timeout: 120_000 });
   await token(page, /class\sMLPModel/, "MLPModel").hover();
@@ -74,6 +51,7 @@ test("hovering a target shows its summary", async () => {
 });
 
 test("Run from the CodeLens shows the ONNX Runtime result", async () => {
+  const { page } = session;
   await openFile(page, "mlp.py");
   await expect(codeLens(page, /✓ ONNX/)).toBeVisible({ timeout: 120_000 });
   await codeLens(page, /^Run$/).click();
@@ -87,6 +65,7 @@ test("Run from the CodeLens shows the ONNX Runtime result", async () => {
 });
 
 test("the CodeLens title opens the export report", async () => {
+  const { page } = session;
   await openFile(page, "mlp.py");
   await codeLens(page, /✓ ONNX/).click();
   const preview = await webviewFrame(page, "text=ONNX export: MLPModel");
@@ -97,6 +76,7 @@ test("the CodeLens title opens the export report", async () => {
 });
 
 test("Save from the CodeLens asks for a path, defaulting beside the source", async () => {
+  const { page, server } = session;
   await openFile(page, "mlp.py");
   await expect(codeLens(page, /✓ ONNX/)).toBeVisible({ timeout: 120_000 });
   await codeLens(page, /^Save$/).click();
@@ -110,6 +90,7 @@ test("Save from the CodeLens asks for a path, defaulting beside the source", asy
 });
 
 test("a quick fix makes its diagnostic go", async () => {
+  const { page } = session;
   await openFile(page, "failing/fixed_batch.py");
   await expect
     .poll(async () => (await problems(page)).map((p) => `${p.rule}:${p.line}`), { timeout: 150_000, intervals: [1000] })
@@ -129,6 +110,7 @@ test("a quick fix makes its diagnostic go", async () => {
 });
 
 test("a settings change restarts the server with the new settings", async () => {
+  const { page, server } = session;
   await openFile(page, "failing/special_functions.py");
   await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX106", 15], ["ONNX201", 17]]);
   const before = languageServerPid(server);
@@ -141,6 +123,7 @@ test("a settings change restarts the server with the new settings", async () => 
 });
 
 test("Restart language server starts a new server that checks again", async () => {
+  const { page, server } = session;
   const before = languageServerPid(server);
   await runCommand(page, "onnxlens: Restart language server");
   await expect.poll(() => languageServerPid(server), { timeout: 60_000 }).not.toBe(before);
@@ -149,6 +132,7 @@ test("Restart language server starts a new server that checks again", async () =
 });
 
 test("Write SARIF log writes the workspace's problems as SARIF", async () => {
+  const { page, server } = session;
   await runCommand(page, "onnxlens: Write SARIF log");
   const sarif = `${server.workspace}/onnxlens.sarif`;
   await expect(page.locator(".notification-toast", { hasText: `onnxlens: wrote ${sarif}` })).toBeVisible();

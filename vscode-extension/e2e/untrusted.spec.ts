@@ -1,27 +1,13 @@
 /** The examples workspace, not trusted: no diagnostics, no worker; trusting it starts checks. */
-import { expect, Page, test } from "@playwright/test";
-import * as path from "path";
-import { CodeServer, REPO, recordProcesses, startCodeServer, stillAlive, stopCodeServer } from "./codeServer";
-import { expectProblems, openFile, openWorkbench, problems, runCommand, screenshot, statusItem } from "./workbench";
+import { expect, test } from "@playwright/test";
+import { recordProcesses } from "./codeServer";
+import { vscodeSession } from "./session";
+import { expectProblems, openFile, problems, runCommand, screenshot, statusItem } from "./workbench";
 
-let server: CodeServer;
-let page: Page;
-
-test.beforeAll(async ({ browser }) => {
-  server = await startCodeServer(path.join(REPO, "examples"));
-  page = await browser.newPage();
-  await openWorkbench(page, server.url, false);
-});
-
-test.afterAll(async () => {
-  await page?.close();
-  if (server) {
-    await stopCodeServer(server);
-    expect(stillAlive(server), "processes left behind by code-server").toEqual([]);
-  }
-});
+const session = vscodeSession(false);
 
 test("an untrusted workspace runs no model code until it is trusted", async () => {
+  const { page, server } = session;
   await openFile(page, "failing/special_functions.py");
   await expect(statusItem(page)).toContainText("ONNX: restricted", { timeout: 120_000 });
   // The server is up (it answers CodeLens) but has started no worker.

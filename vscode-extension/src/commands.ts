@@ -33,16 +33,25 @@ function activePythonUri(): vscode.Uri | undefined {
   return editor && editor.document.languageId === "python" ? editor.document.uri : undefined;
 }
 
+/** The document a command is about: its first argument, else the active Python editor's. */
+function documentUri(args: unknown[]): string | undefined {
+  const uri = typeof args[0] === "string" ? args[0] : activePythonUri()?.toString();
+  if (uri === undefined) {
+    void vscode.window.showWarningMessage("onnxlens: open a Python file with an export target first.");
+  }
+  return uri;
+}
+
 /** The target the command is about: its arguments, else the active editor's (asking if several). */
 async function resolveTarget(args: unknown[]): Promise<TargetRef | undefined> {
   if (typeof args[0] === "string" && typeof args[1] === "string") {
     return { uri: args[0], name: args[1] };
   }
-  const uri = typeof args[0] === "string" ? vscode.Uri.parse(args[0]) : activePythonUri();
-  if (uri === undefined) {
-    void vscode.window.showWarningMessage("onnxlens: open a Python file with an export target first.");
+  const document = documentUri(args);
+  if (document === undefined) {
     return undefined;
   }
+  const uri = vscode.Uri.parse(document);
   const names = await targetsOf(uri);
   if (names.length === 0) {
     void vscode.window.showWarningMessage(
@@ -63,9 +72,8 @@ function failure(result: unknown): string | undefined {
 }
 
 async function exportNow(args: unknown[], next: Next): Promise<unknown> {
-  const uri = typeof args[0] === "string" ? args[0] : activePythonUri()?.toString();
+  const uri = documentUri(args);
   if (uri === undefined) {
-    void vscode.window.showWarningMessage("onnxlens: open a Python file to check.");
     return undefined;
   }
   const result = (await next("onnxlens.export", [uri])) as
@@ -147,9 +155,8 @@ async function runModel(args: unknown[], next: Next): Promise<unknown> {
 }
 
 async function showReport(args: unknown[], next: Next): Promise<unknown> {
-  const uri = typeof args[0] === "string" ? args[0] : activePythonUri()?.toString();
+  const uri = documentUri(args);
   if (uri === undefined) {
-    void vscode.window.showWarningMessage("onnxlens: open a Python file first.");
     return undefined;
   }
   const result = (await next("onnxlens.showReport", typeof args[1] === "string" ? [uri, args[1]] : [uri])) as
