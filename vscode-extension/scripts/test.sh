@@ -11,7 +11,7 @@ cd "$extension"
 
 bash scripts/package.sh >/dev/null
 npx --no-install tsc --noEmit
-npx --no-install vitest run
+npx --no-install playwright test --config test/unit/playwright.config.ts
 
 code_server="$(bash "$repo/tools/code-server/install.sh" | tail -1)"
 export ONNXLENS_CODE_SERVER="$code_server"

@@ -1,16 +1,16 @@
 import { execFileSync } from "child_process";
-import { describe, expect, it } from "vitest";
+import { expect, test } from "@playwright/test";
 import { installArguments, judgeProbe, parseProbe, PROBE_SCRIPT } from "../../src/probe";
 
-describe("the interpreter probe", () => {
-  it("runs in a real Python and reports its version and missing modules", () => {
+test.describe("the interpreter probe", () => {
+  test("runs in a real Python and reports its version and missing modules", () => {
     const probe = parseProbe(execFileSync("python3", ["-c", PROBE_SCRIPT], { encoding: "utf8" }));
     expect(probe.version[0]).toBe(3);
     expect(probe.executable).toMatch(/python/);
     expect(probe.missing.every((name) => ["torch", "onnx", "onnxscript", "onnxruntime"].includes(name))).toBe(true);
   });
 
-  it("names the missing packages and offers to install exactly those", () => {
+  test("names the missing packages and offers to install exactly those", () => {
     const verdict = judgeProbe({ version: [3, 11, 7], executable: "/usr/bin/python3", missing: ["torch", "onnxruntime"] });
     expect(verdict).toEqual({
       kind: "missing",
@@ -20,17 +20,17 @@ describe("the interpreter probe", () => {
     expect(installArguments(["torch", "onnxruntime"])).toEqual(["-m", "pip", "install", "torch", "onnxruntime"]);
   });
 
-  it("refuses Python older than 3.10", () => {
+  test("refuses Python older than 3.10", () => {
     const verdict = judgeProbe({ version: [3, 8, 10], executable: "/usr/bin/python3.8", missing: [] });
     expect(verdict.kind).toBe("too-old");
     expect(verdict.kind === "too-old" && verdict.message).toContain("Python 3.10 or newer; /usr/bin/python3.8 is 3.8.10");
   });
 
-  it("is satisfied when everything is there", () => {
+  test("is satisfied when everything is there", () => {
     expect(judgeProbe({ version: [3, 10, 0], executable: "python", missing: [] })).toEqual({ kind: "ok" });
   });
 
-  it("rejects an answer that is not the probe's", () => {
+  test("rejects an answer that is not the probe's", () => {
     expect(() => parseProbe('{"hello": 1}')).toThrow(/unexpected answer/);
   });
 });

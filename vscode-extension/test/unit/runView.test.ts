@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { expect, test } from "@playwright/test";
 import { renderRunError, renderRunReport, RunReport } from "../../src/runView";
 
 const report: RunReport = {
@@ -11,8 +11,8 @@ const report: RunReport = {
   latency: { runs: 20, p50_ms: 0.0412, p90_ms: 0.05, mean_ms: 0.044, min_ms: 0.04 },
 };
 
-describe("renderRunReport", () => {
-  it("shows outputs with shapes and dtypes, the comparison and the latency percentiles", () => {
+test.describe("renderRunReport", () => {
+  test("shows outputs with shapes and dtypes, the comparison and the latency percentiles", () => {
     const html = renderRunReport(report);
     expect(html).toContain("<h1>MLP in ONNX Runtime</h1>");
     expect(html).toContain("✓ ONNX Runtime matches PyTorch");
@@ -21,26 +21,26 @@ describe("renderRunReport", () => {
     expect(html).toContain("atol 1.00e-5, rtol 0.001");
   });
 
-  it("says when ONNX Runtime differs, with the reason", () => {
+  test("says when ONNX Runtime differs, with the reason", () => {
     const html = renderRunReport({ ...report, matched: false,
       comparison: [{ output: "y", matched: false, reason: "shape [2] vs PyTorch [3]" }] });
     expect(html).toContain("✗ ONNX Runtime differs from PyTorch");
     expect(html).toContain("shape [2] vs PyTorch [3]");
   });
 
-  it("escapes names from the user's model", () => {
+  test("escapes names from the user's model", () => {
     const html = renderRunReport({ ...report, target: "<script>alert(1)</script>" });
     expect(html).not.toContain("<script>alert");
     expect(html).toContain("&lt;script&gt;");
   });
 
-  it("allows no scripts in the view", () => {
+  test("allows no scripts in the view", () => {
     expect(renderRunReport(report)).toContain("default-src 'none'");
   });
 });
 
-describe("renderRunError", () => {
-  it("shows why the model could not run and the problems found", () => {
+test.describe("renderRunError", () => {
+  test("shows why the model could not run and the problems found", () => {
     const html = renderRunError("Net", "the export failed (translate)", ["ONNX201: aten::foo has no translation"]);
     expect(html).toContain("✗ the export failed (translate)");
     expect(html).toContain("<li>ONNX201: aten::foo has no translation</li>");

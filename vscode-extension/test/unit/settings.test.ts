@@ -1,12 +1,13 @@
-import { describe, expect, it } from "vitest";
+import { expect, test } from "@playwright/test";
+import manifest from "../../package.json";
 import { needsRestart, SERVER_SETTINGS, serverSettings } from "../../src/settings";
 
 /** The setting keys the server accepts (lsp_server/settings.py), as the server names them. */
 const SERVER_KEYS = ["trigger", "debounceMs", "timeoutSeconds", "memoryLimitMB", "atol", "rtol", "opset",
   "sarif", "logLevel", "select", "ignore"];
 
-describe("serverSettings", () => {
-  it("passes every server setting through under the server's names, sarif nested", () => {
+test.describe("serverSettings", () => {
+  test("passes every server setting through under the server's names, sarif nested", () => {
     const values: Record<string, unknown> = {
       trigger: "onType", debounceMs: 250, timeoutSeconds: 30, memoryLimitMB: 2048, atol: 1e-4, rtol: null,
       opset: 18, "sarif.outputDirectory": "reports", logLevel: "debug", select: ["ONNX1"], ignore: ["ONNX502"],
@@ -17,20 +18,18 @@ describe("serverSettings", () => {
       sarif: { outputDirectory: "reports" }, select: ["ONNX1"], ignore: ["ONNX502"] });
   });
 
-  it("never sends client-only settings such as the interpreter", () => {
+  test("never sends client-only settings such as the interpreter", () => {
     const settings = serverSettings((key) => (key === "interpreter" ? "/usr/bin/python3" : undefined));
     expect(settings).toEqual({});
   });
 
-  it("leaves out unset values so pyproject.toml and the server's defaults apply", () => {
+  test("leaves out unset values so pyproject.toml and the server's defaults apply", () => {
     expect(serverSettings((key) => (key === "opset" ? 17 : undefined))).toEqual({ opset: 17 });
   });
 
-  it("declares every server setting in package.json with the same default as the server", async () => {
-    const manifest = (await import("../../package.json")).default as {
-      contributes: { configuration: { properties: Record<string, { default: unknown }> } };
-    };
-    const properties = manifest.contributes.configuration.properties;
+  test("declares every server setting in package.json with the same default as the server", () => {
+    const properties = (manifest as { contributes: { configuration: { properties: Record<string, { default: unknown }> } } })
+      .contributes.configuration.properties;
     for (const key of SERVER_SETTINGS) {
       expect(properties).toHaveProperty([`onnxlens.${key}`]);
     }
@@ -40,14 +39,14 @@ describe("serverSettings", () => {
   });
 });
 
-describe("needsRestart", () => {
-  it("restarts for the interpreter and for server settings", () => {
+test.describe("needsRestart", () => {
+  test("restarts for the interpreter and for server settings", () => {
     expect(needsRestart((s) => s === "onnxlens.interpreter")).toBe(true);
     expect(needsRestart((s) => s === "onnxlens.opset")).toBe(true);
     expect(needsRestart((s) => s === "onnxlens.sarif.outputDirectory")).toBe(true);
   });
 
-  it("does not restart for the message trace or other extensions' settings", () => {
+  test("does not restart for the message trace or other extensions' settings", () => {
     expect(needsRestart((s) => s === "onnxlens.trace.server")).toBe(false);
     expect(needsRestart((s) => s === "python.defaultInterpreterPath")).toBe(false);
   });
