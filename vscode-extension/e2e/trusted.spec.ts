@@ -120,6 +120,8 @@ test("a settings change restarts the server with the new settings", async () => 
   const after = languageServerPid(server);
   expect(after).toBeDefined();
   expect(after).not.toBe(before);
+  await expect(statusItem(page)).toContainText("ONNX: 3 problems");
+  await screenshot(page, "settings-restart");
 });
 
 test("Restart language server starts a new server that checks again", async () => {
@@ -129,13 +131,17 @@ test("Restart language server starts a new server that checks again", async () =
   await expect.poll(() => languageServerPid(server), { timeout: 60_000 }).not.toBe(before);
   await expect.poll(() => languageServerPid(server), { timeout: 60_000 }).toBeDefined();
   await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
+  await screenshot(page, "restart-server");
 });
 
 test("Write SARIF log writes the workspace's problems as SARIF", async () => {
   const { page, server } = session;
   await runCommand(page, "onnxlens: Write SARIF log");
   const sarif = `${server.workspace}/onnxlens.sarif`;
-  await expect(page.locator(".notification-toast", { hasText: `onnxlens: wrote ${sarif}` })).toBeVisible();
+  const toast = page.locator(".notification-toast", { hasText: `onnxlens: wrote ${sarif}` });
+  await expect(toast).toBeVisible();
+  await expect(toast.getByRole("button", { name: "Open" })).toBeVisible();
+  await screenshot(page, "sarif-written");
   expect(existsSync(sarif)).toBe(true);
   const log = JSON.parse(readFileSync(sarif, "utf8")) as { version: string; runs: Array<{ results: Array<{ ruleId: string }> }> };
   expect(log.version).toBe("2.1.0");
