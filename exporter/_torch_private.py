@@ -9,8 +9,10 @@ and of finding only the first translation problem.
 from __future__ import annotations
 
 import copy
+import typing
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -48,16 +50,21 @@ try:  # pragma: no branch - what the cached decomposition replaces, by name
     CACHED_DECOMPOSITION = PRIVATE_API and all((
         hasattr(_export_utils, "_materialize_cpp_cia_ops"),
         hasattr(_decomp, "create_onnx_friendly_decomposition_table"),
+        hasattr(_exported_program, "_split_decomp_table_to_cia_and_python_decomp"),
+        hasattr(torch._ops, "Callable"),
         *(hasattr(module, "_collect_all_valid_cia_ops")
           for module in (_export_utils, _decomp_utils, _exported_program)),
     ))
 except ImportError:  # pragma: no cover - depends on the installed torch
     CACHED_DECOMPOSITION = False
 
-# ONNX-friendly decomposition tables by everything they are computed from (see _table).
-_TABLES: dict[tuple[Any, ...], dict[Any, Callable]] = {}
-_build_table: Callable[[set[Any]], dict[Any, Callable]] = (
-    _decomp.create_onnx_friendly_decomposition_table if CACHED_DECOMPOSITION else dict)
+# Decompositions by everything they are computed from (see _decomposition), the CIA operators
+# by the registrations they come from (see _valid_cia_ops), and torch's functions they replace.
+_TABLES: dict[tuple[Any, ...], _Decomposition] = {}
+_CIA_OPS: dict[str, Any] = {}
+if CACHED_DECOMPOSITION:
+    _build_table = _decomp.create_onnx_friendly_decomposition_table
+    _split = _exported_program._split_decomp_table_to_cia_and_python_decomp
 
 
 def build_registry(opset: int | None = None) -> Any:
@@ -115,37 +122,79 @@ def decompose(program: torch.export.ExportedProgram, registry: Any) -> torch.exp
     """torch.onnx's decomposition of a captured program, without its per-call rebuilds.
 
     Per call, torch walks every registered operator twice to find the CompositeImplicitAutograd
-    ops (re-materializing the C++ ones once per namespace) and rebuilds the decomposition table
-    (≈0.1 s together). Here the walk runs once per call, materializing once, and the table is
-    reused while nothing it is computed from changed (custom ops a user module registers
-    change the key). Same result; torch's own code does the decomposition."""
+    (CIA) ops, re-materializing the C++ ones once per namespace, then rebuilds and splits the
+    decomposition table (≈0.1 s together). Here the CIA ops are found again only when the
+    dispatcher's CIA registrations changed (a user module can register custom ops), and the
+    table and its split are reused while nothing they are computed from changed. Same result;
+    torch's own code does the decomposition (a test compares the graphs)."""
     if not CACHED_DECOMPOSITION:
         return _core._prepare_exported_program_for_export(program, registry=registry)
     cia_ops = _valid_cia_ops()
+    chosen: list[_Decomposition] = []
+
+    def table(onnx_ops: set[Any]) -> dict[Any, Callable]:
+        chosen.append(_decomposition(onnx_ops, cia_ops))
+        return chosen[-1].table
+
+    def split(table: dict[Any, Callable]) -> tuple[dict[Any, Callable], dict[Any, Callable]]:
+        if not chosen or table.keys() != chosen[-1].table.keys():
+            return _split(table)
+        return chosen[-1].split()
+
     with ExitStack() as stack:
         for module in (_decomp_utils, _exported_program):
             stack.enter_context(_replaced(module, "_collect_all_valid_cia_ops",
                                           lambda: set(cia_ops)))
-        stack.enter_context(_replaced(_decomp, "create_onnx_friendly_decomposition_table",
-                                      lambda onnx_ops: _table(onnx_ops, cia_ops)))
+        stack.enter_context(_replaced(_decomp, "create_onnx_friendly_decomposition_table", table))
+        stack.enter_context(_replaced(_exported_program,
+                                      "_split_decomp_table_to_cia_and_python_decomp", split))
+        # torch evaluates `Callable[_P, _T]` annotations twice per `py_impl` call (≈11,000
+        # calls per decomposition); typing's alias caches them. Same class checks.
+        stack.enter_context(_replaced(torch._ops, "Callable", typing.Callable))
         return _core._prepare_exported_program_for_export(program, registry=registry)
 
 
-def _valid_cia_ops() -> set[Any]:
-    """``_collect_all_valid_cia_ops``, materializing the C++ CIA ops once, not per namespace."""
-    _export_utils._materialize_cpp_cia_ops()
-    with _replaced(_export_utils, "_materialize_cpp_cia_ops", lambda: None):
-        return set(_export_utils._collect_all_valid_cia_ops())
+def _registrations() -> tuple[Any, ...]:
+    """What the CIA operator set is computed from: the dispatcher's CIA registrations and the
+    operators materialized in each ``torch.ops`` namespace."""
+    cpp = torch._C._dispatch_get_registrations_for_dispatch_key("CompositeImplicitAutograd")
+    namespaces = [(name, len(getattr(getattr(torch.ops, name), "_dir", ())))
+                  for name in torch.ops._dir]
+    return tuple(cpp), tuple(namespaces)
 
 
-def _table(onnx_ops: set[Any], cia_ops: set[Any]) -> dict[Any, Callable]:
-    """The ONNX-friendly decomposition table, built once per registry and operator set."""
-    key = (frozenset(onnx_ops), frozenset(cia_ops),
-           tuple(torch._decomp.decomposition_table.items()))
+def _valid_cia_ops() -> frozenset[Any]:
+    """``_collect_all_valid_cia_ops``, again only when the registrations changed, and then
+    materializing the C++ CIA ops once, not once per namespace."""
+    if _CIA_OPS.get("key") != _registrations():
+        _export_utils._materialize_cpp_cia_ops()
+        with _replaced(_export_utils, "_materialize_cpp_cia_ops", lambda: None):
+            _CIA_OPS["ops"] = frozenset(_export_utils._collect_all_valid_cia_ops())
+        _CIA_OPS["key"] = _registrations()
+    return _CIA_OPS["ops"]
+
+
+@dataclass
+class _Decomposition:
+    """The ONNX-friendly decomposition table, and its split into CIA overrides and Python
+    decompositions (computed on first use)."""
+
+    table: dict[Any, Callable]
+    parts: tuple[dict[Any, Callable], dict[Any, Callable]] | None = None
+
+    def split(self) -> tuple[dict[Any, Callable], dict[Any, Callable]]:
+        if self.parts is None:
+            self.parts = _split(dict(self.table))
+        return dict(self.parts[0]), dict(self.parts[1])
+
+
+def _decomposition(onnx_ops: set[Any], cia_ops: frozenset[Any]) -> _Decomposition:
+    """Built once per registry and operator set."""
+    key = (frozenset(onnx_ops), cia_ops, tuple(torch._decomp.decomposition_table.items()))
     if key not in _TABLES:
         if len(_TABLES) >= 4:  # a few registries (opsets, translation tables) at a time
             _TABLES.clear()
-        _TABLES[key] = _build_table(onnx_ops)
+        _TABLES[key] = _Decomposition(_build_table(onnx_ops))
     return _TABLES[key]
 
 
