@@ -1,0 +1,144 @@
+"""Where a warm re-check spends its time: warms up as the export worker does, then forks once
+per check (as the language server does) and prints the time of each stage and of the
+parts that dominate them, the minimum over the runs (indented parts are inside the stage above).
+
+    .venv/bin/python bench/profile_check.py [FILE::TARGET ...] [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import importlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT = [f"{REPO}/examples/mlp.py::MLPModel", f"{REPO}/examples/mnist.py::MNISTModel",
+           f"{REPO}/bench/models/encoder.py::Encoder"]
+
+# (module, function, label): every call is timed; indented labels are parts of a stage.
+PARTS = [
+    ("lsp_server.worker_jobs", "run_job", "the whole job"),
+    ("exporter.stages.load", "_build", "  build the model"),
+    ("exporter.stages.load", "_eager_forward", "  eager forward"),
+    ("exporter._torch_private", "decompose", "  decompose"),
+    ("exporter._torch_private", "_valid_cia_ops", "    find the CIA operators"),
+    ("torch.export.exported_program", "_split_decomp_table_to_cia_and_python_decomp",
+     "    split the decomposition table"),
+    ("torch.export._unlift", "_unlift_exported_program_lifted_states", "    unlift"),
+    ("torch.export._trace", "_export_to_aten_ir", "    AOT re-trace"),
+    ("torch.onnx._internal.exporter._fx_passes", "insert_type_promotion_nodes",
+     "    type promotion"),
+    ("exporter._torch_private", "translate", "  translate to ONNX"),
+    ("exporter.stages.translate", "_finish", "  ONNX proto and summary"),
+    ("exporter.ort_runner", "create_session", "  import onnxruntime, create the session"),
+]
+# Context managers: the time of entering and leaving them.
+CONTEXTS = [("torch.export.exported_program", "_override_composite_implicit_decomp",
+             "    override the CIA kernels (enter and leave)")]
+ORDER = ["the whole job", "load", "  build the model", "  eager forward", "capture",
+         "translate", "  decompose", "    find the CIA operators",
+         "    split the decomposition table", "    override the CIA kernels (enter and leave)",
+         "    unlift", "    AOT re-trace", "    type promotion", "  translate to ONNX",
+         "  ONNX proto and summary", "validate", "runtime",
+         "  import onnxruntime, create the session", "numerics", "dynamic"]
+
+
+def _timed(function: Callable[..., Any], label: str, totals: dict[str, float]) -> Callable:
+    @functools.wraps(function)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            totals[label] = totals.get(label, 0.0) + time.perf_counter() - started
+
+    return timed
+
+
+def _timed_context(function: Callable[..., Any], label: str, totals: dict[str, float]) -> Any:
+    @contextlib.contextmanager
+    def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        started = time.perf_counter()
+        manager = function(*args, **kwargs)
+        value = manager.__enter__()
+        totals[label] = totals.get(label, 0.0) + time.perf_counter() - started
+        try:
+            yield value
+        finally:
+            started = time.perf_counter()
+            manager.__exit__(*sys.exc_info())
+            totals[label] += time.perf_counter() - started
+
+    return timed
+
+
+def instrument(totals: dict[str, float]) -> None:
+    from dataclasses import replace
+
+    from exporter import pipeline
+
+    pipeline.STAGES = tuple(replace(stage, run=_timed(stage.run, stage.name, totals))
+                            for stage in pipeline.STAGES)
+    for module, name, label in PARTS:
+        owner = importlib.import_module(module)
+        setattr(owner, name, _timed(getattr(owner, name), label, totals))
+    for module, name, label in CONTEXTS:
+        owner = importlib.import_module(module)
+        setattr(owner, name, _timed_context(getattr(owner, name), label, totals))
+
+
+def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float]) -> dict:
+    """One check in a fresh fork, as the worker runs it; the child's part times."""
+    from lsp_server.worker_jobs import run_job
+
+    file, _, target = spec.rpartition("::")
+    path = Path(file).resolve()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        totals.clear()
+        run_job(session, {"op": "check", "file": str(path), "workspace": str(path.parent),
+                          "target": target, "text": path.read_text() + f"\n# run {run}\n"})
+        os.write(write_end, json.dumps(totals).encode())
+        os._exit(0)
+    os.close(write_end)
+    data = b""
+    while chunk := os.read(read_end, 1 << 20):
+        data += chunk
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("targets", nargs="*", default=DEFAULT, metavar="FILE::TARGET")
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    from lsp_server.worker_main import Worker
+
+    worker = Worker(open(os.devnull, "wb"))  # noqa: SIM115 - lives as long as the process
+    worker.warm_up()
+    totals: dict[str, float] = {}
+    instrument(totals)
+    for spec in args.targets:
+        runs = [check_in_fork(worker.session, spec, run, totals) for run in range(args.runs)]
+        print(f"\n{spec.rpartition('::')[2]}: ms (wall), min of {args.runs} forked checks")
+        for label in ORDER:
+            values = [run[label] for run in runs if label in run]
+            if values:
+                print(f"{min(values) * 1000:9.1f}  {label}")
+
+
+if __name__ == "__main__":
+    main()
