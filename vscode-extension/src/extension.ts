@@ -3,18 +3,15 @@
  * restarts it when the interpreter or a setting changes, forwards Workspace Trust, and shows
  * the server's state in the status bar.
  */
-import { execFile } from "child_process";
-import * as os from "os";
 import * as path from "path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
 import { executeCommand } from "./commands";
-import { chooseInterpreter, describeChoice, InterpreterChoice } from "./interpreter";
-import { installArguments, judgeProbe, parseProbe, PROBE_SCRIPT } from "./probe";
+import { describeChoice, InterpreterChoice } from "./interpreter";
+import { judgeProbe, ProbeResult } from "./probe";
+import { installPackages, onPythonEnvironmentChange, probeInterpreter, resolveInterpreter } from "./python";
 import { needsRestart, serverSettings } from "./settings";
 import { SHOW_OUTPUT, ServerPhase, StatusInputs, statusView } from "./status";
-
-const PYTHON_EXTENSION = "ms-python.python";
 
 interface ServerStateNotification {
   trusted: boolean;
@@ -67,42 +64,11 @@ class OnnxLens {
 
   // -- interpreter -------------------------------------------------------------------------
 
-  private async pythonExtensionInterpreter(resource: vscode.Uri | undefined): Promise<string | undefined> {
-    if (vscode.extensions.getExtension(PYTHON_EXTENSION) === undefined) {
-      return undefined;
-    }
-    try {
-      const { PythonExtension } = await import("@vscode/python-extension");
-      const api = await PythonExtension.api();
-      const active = api.environments.getActiveEnvironmentPath(resource);
-      const resolved = await api.environments.resolveEnvironment(active);
-      return resolved?.executable.uri?.fsPath ?? active.path;
-    } catch (error) {
-      this.output.appendLine(`The Python extension did not name an interpreter: ${String(error)}`);
-      return undefined;
-    }
-  }
-
-  private async chooseInterpreter(): Promise<InterpreterChoice> {
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    const configuration = vscode.workspace.getConfiguration("onnxlens", folder?.uri);
-    return chooseInterpreter({
-      setting: configuration.get<string>("interpreter"),
-      pythonExtension: vscode.workspace.isTrusted ? await this.pythonExtensionInterpreter(folder?.uri) : undefined,
-      trusted: vscode.workspace.isTrusted,
-      workspaceFolder: folder?.uri.fsPath,
-      home: os.homedir(),
-    });
-  }
-
   /** Check the interpreter runs and has the export packages; tell the user what is missing. */
   private async probe(choice: InterpreterChoice): Promise<boolean> {
-    let stdout: string;
+    let probe: ProbeResult;
     try {
-      stdout = await new Promise<string>((resolve, reject) =>
-        execFile(choice.command, ["-c", PROBE_SCRIPT], { cwd: this.context.extensionPath, timeout: 60000 },
-          (error, out, err) => (error ? reject(new Error(err.trim() || error.message)) : resolve(out))),
-      );
+      probe = await probeInterpreter(choice, this.context.extensionPath);
     } catch (error) {
       const message = `onnxlens cannot start Python ${describeChoice(choice)}: ${(error as Error).message}`;
       this.output.appendLine(message);
@@ -113,7 +79,7 @@ class OnnxLens {
       });
       return false;
     }
-    const verdict = judgeProbe(parseProbe(stdout));
+    const verdict = judgeProbe(probe);
     this.update({ missing: verdict.kind === "missing" ? verdict.packages : [] });
     if (verdict.kind === "too-old") {
       this.output.appendLine(verdict.message);
@@ -136,23 +102,7 @@ class OnnxLens {
 
   /** Install packages into the interpreter with pip, in a visible task; restart when done. */
   private async install(choice: InterpreterChoice, packages: string[]): Promise<void> {
-    const task = new vscode.Task(
-      { type: "onnxlens", task: "install" },
-      vscode.TaskScope.Workspace,
-      `install ${packages.join(" ")}`,
-      "onnxlens",
-      new vscode.ProcessExecution(choice.command, installArguments(packages)),
-    );
-    const ended = new Promise<number | undefined>((resolve) => {
-      const listener = vscode.tasks.onDidEndTaskProcess((event) => {
-        if (event.execution.task.name === task.name) {
-          listener.dispose();
-          resolve(event.exitCode);
-        }
-      });
-    });
-    await vscode.tasks.executeTask(task);
-    const exitCode = await ended;
+    const exitCode = await installPackages(choice, packages);
     if (exitCode === 0) {
       await this.restart("the export packages were installed");
     } else {
@@ -196,7 +146,7 @@ class OnnxLens {
 
   async start(): Promise<void> {
     this.update({ server: "starting", workerState: "stopped", checking: 0, trusted: vscode.workspace.isTrusted });
-    const choice = await this.chooseInterpreter();
+    const choice = await resolveInterpreter(this.output);
     this.interpreter = choice;
     this.output.appendLine(`Starting the onnxlens server with ${describeChoice(choice)}`);
     if (!(await this.probe(choice))) {
@@ -259,7 +209,7 @@ class OnnxLens {
 
   /** Trust granted: a new interpreter may now apply (restart), else the server is told. */
   async trustGranted(): Promise<void> {
-    const choice = await this.chooseInterpreter();
+    const choice = await resolveInterpreter(this.output);
     if (this.client === undefined || choice.command !== this.interpreter?.command) {
       await this.restart("the workspace is now trusted");
       return;
@@ -287,29 +237,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
   );
-  await watchPythonExtension(context, current);
+  await onPythonEnvironmentChange(context, current.output, () => {
+    if (!vscode.workspace.getConfiguration("onnxlens").get<string>("interpreter")) {
+      void current.restart("the Python environment changed");
+    }
+  });
   await current.start();
-}
-
-/** Restart when the Python extension's active environment changes (if it is installed). */
-async function watchPythonExtension(context: vscode.ExtensionContext, current: OnnxLens): Promise<void> {
-  if (vscode.extensions.getExtension(PYTHON_EXTENSION) === undefined) {
-    return;
-  }
-  try {
-    const { PythonExtension } = await import("@vscode/python-extension");
-    const api = await PythonExtension.api();
-    context.subscriptions.push(
-      api.environments.onDidChangeActiveEnvironmentPath(() => {
-        const setting = vscode.workspace.getConfiguration("onnxlens").get<string>("interpreter");
-        if (!setting) {
-          void current.restart("the Python environment changed");
-        }
-      }),
-    );
-  } catch (error) {
-    current.output.appendLine(`Not following the Python extension's environment: ${String(error)}`);
-  }
 }
 
 export async function deactivate(): Promise<void> {

@@ -1,0 +1,100 @@
+/** The user's Python as VS Code knows it: the chosen interpreter, what it has installed, and
+ * pip installs into it. */
+import { execFile } from "child_process";
+import * as os from "os";
+import * as vscode from "vscode";
+import { chooseInterpreter, InterpreterChoice } from "./interpreter";
+import { installArguments, parseProbe, PROBE_SCRIPT, ProbeResult } from "./probe";
+
+const PYTHON_EXTENSION = "ms-python.python";
+
+async function pythonExtensionApi() {
+  if (vscode.extensions.getExtension(PYTHON_EXTENSION) === undefined) {
+    return undefined;
+  }
+  const { PythonExtension } = await import("@vscode/python-extension");
+  return PythonExtension.api();
+}
+
+/** The Python extension's active environment, when that extension is installed. */
+async function pythonExtensionInterpreter(resource: vscode.Uri | undefined, log: vscode.OutputChannel) {
+  try {
+    const api = await pythonExtensionApi();
+    if (api === undefined) {
+      return undefined;
+    }
+    const active = api.environments.getActiveEnvironmentPath(resource);
+    const resolved = await api.environments.resolveEnvironment(active);
+    return resolved?.executable.uri?.fsPath ?? active.path;
+  } catch (error) {
+    log.appendLine(`The Python extension did not name an interpreter: ${String(error)}`);
+    return undefined;
+  }
+}
+
+export async function resolveInterpreter(log: vscode.OutputChannel): Promise<InterpreterChoice> {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  const trusted = vscode.workspace.isTrusted;
+  return chooseInterpreter({
+    setting: vscode.workspace.getConfiguration("onnxlens", folder?.uri).get<string>("interpreter"),
+    pythonExtension: trusted ? await pythonExtensionInterpreter(folder?.uri, log) : undefined,
+    trusted,
+    workspaceFolder: folder?.uri.fsPath,
+    home: os.homedir(),
+  });
+}
+
+/** Call `changed` when the Python extension's active environment changes (if installed). */
+export async function onPythonEnvironmentChange(
+  context: vscode.ExtensionContext,
+  log: vscode.OutputChannel,
+  changed: () => void,
+): Promise<void> {
+  try {
+    const api = await pythonExtensionApi();
+    if (api !== undefined) {
+      context.subscriptions.push(api.environments.onDidChangeActiveEnvironmentPath(changed));
+    }
+  } catch (error) {
+    log.appendLine(`Not following the Python extension's environment: ${String(error)}`);
+  }
+}
+
+/** Run the probe in the interpreter; rejects with its error output when it cannot run. The
+ * working directory is the extension's, so nothing of the workspace is on sys.path. */
+export function probeInterpreter(choice: InterpreterChoice, cwd: string): Promise<ProbeResult> {
+  return new Promise((resolve, reject) =>
+    execFile(choice.command, ["-c", PROBE_SCRIPT], { cwd, timeout: 60000 }, (error, out, err) => {
+      if (error) {
+        reject(new Error(err.trim() || error.message));
+        return;
+      }
+      try {
+        resolve(parseProbe(out));
+      } catch (parseError) {
+        reject(parseError);
+      }
+    }),
+  );
+}
+
+/** pip install into the interpreter as a VS Code task (its output in a terminal); the exit code. */
+export async function installPackages(choice: InterpreterChoice, packages: string[]): Promise<number | undefined> {
+  const task = new vscode.Task(
+    { type: "onnxlens", task: "install" },
+    vscode.TaskScope.Workspace,
+    `install ${packages.join(" ")}`,
+    "onnxlens",
+    new vscode.ProcessExecution(choice.command, installArguments(packages)),
+  );
+  const ended = new Promise<number | undefined>((resolve) => {
+    const listener = vscode.tasks.onDidEndTaskProcess((event) => {
+      if (event.execution.task.name === task.name) {
+        listener.dispose();
+        resolve(event.exitCode);
+      }
+    });
+  });
+  await vscode.tasks.executeTask(task);
+  return ended;
+}
