@@ -87,12 +87,11 @@ def instrument(totals: dict[str, float]) -> None:
 
     pipeline.STAGES = tuple(replace(stage, run=_timed(stage.run, stage.name, totals))
                             for stage in pipeline.STAGES)
-    for module, name, label in PARTS:
-        owner = importlib.import_module(module)
-        setattr(owner, name, _timed(getattr(owner, name), label, totals))
-    for module, name, label in CONTEXTS:
-        owner = importlib.import_module(module)
-        setattr(owner, name, _timed_context(getattr(owner, name), label, totals))
+    for parts, wrap in ((PARTS, _timed), (CONTEXTS, _timed_context)):
+        for module, name, label in parts:
+            owner = importlib.import_module(module)
+            if hasattr(owner, name):  # parts of other versions are left out
+                setattr(owner, name, wrap(getattr(owner, name), label, totals))
 
 
 def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float]) -> dict:
