@@ -33,6 +33,7 @@ MODELS = {
     "(b) MNIST": REPO / "examples" / "mnist.py",
     "(c) 6-layer encoder": BENCH / "models" / "encoder.py",
 }
+DEFAULT_SECTIONS = "recheck,cold,big,scaling"
 TARGETS = {"(a) seed MLP": "MLPModel", "(b) MNIST": "MNISTModel",
            "(c) 6-layer encoder": "Encoder"}
 
@@ -357,7 +358,7 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples (smoke run)")
-    parser.add_argument("--only", default="recheck,cold,big,scaling")
+    parser.add_argument("--only", default=DEFAULT_SECTIONS)
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
     only = set(args.only.split(","))
@@ -378,7 +379,8 @@ def main() -> None:
     report = [f"## Run of {stamp}", "", machine(), "",
               "Medians after a warm-up, baseline and onnxlens alternating in the same run; "
               "(min–max) in brackets. Command: `.venv/bin/python bench/run.py`"
-              + (" --quick" if args.quick else "") + ".", ""]
+              + (" --quick" if args.quick else "")
+              + (f" --only {args.only}" if args.only != DEFAULT_SECTIONS else "") + ".", ""]
     for title, lines in sections:
         report += [f"### {title}", "", *lines, ""]
     report.append(f"Total benchmark time: {time.perf_counter() - started:.0f} s.")
