@@ -137,6 +137,7 @@ class Checker:
         if answer is None:
             answer = await self.server.submit(request)
             self.results.put(request, worker, answer)
+            log.debug("check ran: %s %s in %s s", target.path, target.name, answer.get("seconds"))
         else:
             log.debug("check reused: %s %s", target.path, target.name)
         return self._target_result(target, answer)
