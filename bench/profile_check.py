@@ -1,8 +1,10 @@
 """Where a warm re-check spends its time: warms up as the export worker does, then forks once
-per check (as the language server does) and prints the time of each stage and of the
-parts that dominate them, the minimum over the runs (indented parts are inside the stage above).
+per check and warms the fork up as the worker's spare process does (``--no-spare``: a fresh
+fork, as when a job arrives before the spare is ready), and prints the time of each stage and
+of the parts that dominate them, the minimum over the runs (indented parts are inside the
+stage above).
 
-    .venv/bin/python bench/profile_check.py [FILE::TARGET ...] [--runs 7]
+    .venv/bin/python bench/profile_check.py [FILE::TARGET ...] [--runs 7] [--no-spare]
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ PARTS = [
      "    type promotion"),
     ("exporter._torch_private", "translate", "  translate to ONNX"),
     ("exporter.stages.translate", "_finish", "  ONNX proto and summary"),
-    ("exporter.ort_runner", "create_session", "  import onnxruntime, create the session"),
+    ("exporter.ort_runner", "create_session", "  ORT session (in a fresh fork: + import onnxruntime)"),
 ]
 # Context managers: the time of entering and leaving them.
 CONTEXTS = [("torch.export.exported_program", "_override_composite_implicit_decomp",
@@ -48,7 +50,7 @@ ORDER = ["the whole job", "load", "  build the model", "  eager forward", "captu
          "    split the decomposition table", "    override the CIA kernels (enter and leave)",
          "    unlift", "    AOT re-trace", "    type promotion", "  translate to ONNX",
          "  ONNX proto and summary", "validate", "runtime",
-         "  import onnxruntime, create the session", "numerics", "dynamic"]
+         "  ORT session (in a fresh fork: + import onnxruntime)", "numerics", "dynamic"]
 
 
 def _timed(function: Callable[..., Any], label: str, totals: dict[str, float]) -> Callable:
@@ -94,9 +96,11 @@ def instrument(totals: dict[str, float]) -> None:
                 setattr(owner, name, wrap(getattr(owner, name), label, totals))
 
 
-def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float]) -> dict:
-    """One check in a fresh fork, as the worker runs it; the child's part times."""
+def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float],
+                  spare: bool) -> dict:
+    """One check in a fork, as the worker runs it; the child's part times."""
     from lsp_server.worker_jobs import run_job
+    from lsp_server.worker_main import warm_spare
 
     file, _, target = spec.rpartition("::")
     path = Path(file).resolve()
@@ -104,6 +108,8 @@ def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float]) -
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
+        if spare:
+            warm_spare(session)
         totals.clear()
         run_job(session, {"op": "check", "file": str(path), "workspace": str(path.parent),
                           "target": target, "text": path.read_text() + f"\n# run {run}\n"})
@@ -122,6 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("targets", nargs="*", default=DEFAULT, metavar="FILE::TARGET")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--no-spare", action="store_true", help="time checks in fresh forks")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     from lsp_server.worker_main import Worker
@@ -131,8 +138,10 @@ def main() -> None:
     totals: dict[str, float] = {}
     instrument(totals)
     for spec in args.targets:
-        runs = [check_in_fork(worker.session, spec, run, totals) for run in range(args.runs)]
-        print(f"\n{spec.rpartition('::')[2]}: ms (wall), min of {args.runs} forked checks")
+        runs = [check_in_fork(worker.session, spec, run, totals, not args.no_spare)
+                for run in range(args.runs)]
+        kind = "fresh forks" if args.no_spare else "warmed forks (the spare)"
+        print(f"\n{spec.rpartition('::')[2]}: ms (wall), min of {args.runs} checks in {kind}")
         for label in ORDER:
             values = [run[label] for run in runs if label in run]
             if values:

@@ -46,6 +46,9 @@ class CheckContext:
     decomposed_program: Any = None
     onnx_program: Any = None
     model_proto: Any = None
+    # model_proto serialized once for the checker, shape inference and ONNX Runtime (None
+    # when its weights pass protobuf's 2 GB limit, or for weights="none")
+    model_bytes: bytes | None = None
     invalid_model: bool = False
     ort_session: Any = None
     ort_outputs: list[Any] | None = None

@@ -23,14 +23,17 @@ if TYPE_CHECKING:
 _PROTOBUF_LIMIT = 2**31 - 1
 
 
-def create_session(model: onnx.ModelProto) -> ort.InferenceSession:
+def create_session(model: onnx.ModelProto, serialized: bytes | None = None
+                   ) -> ort.InferenceSession:
+    """A CPU session for ``model`` (``serialized``: the same model, already serialized)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only: failures are reported as diagnostics instead
-    if model.ByteSize() < _PROTOBUF_LIMIT:
-        return ort.InferenceSession(model.SerializeToString(), options,
-                                    providers=["CPUExecutionProvider"])
+    if serialized is None and model.ByteSize() < _PROTOBUF_LIMIT:
+        serialized = model.SerializeToString()
+    if serialized is not None:
+        return ort.InferenceSession(serialized, options, providers=["CPUExecutionProvider"])
     with tempfile.TemporaryDirectory(prefix="onnxlens-") as directory:
         path = Path(directory) / "model.onnx"
         onnx.save_model(model, path, save_as_external_data=True, location="model.onnx.data")

@@ -9,10 +9,11 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from io import StringIO
 
+from exporter import _torch_private
 from exporter.context import CheckContext
 from exporter.diagnostics import merge_duplicates, sort_key
 from exporter.result import StageState, StageStatus, TargetResult
@@ -27,6 +28,8 @@ class Stage:
     run: Callable[[CheckContext], None]
     # Returns why the stage cannot run, or "" when it can.
     blocked: Callable[[CheckContext], str]
+    # Runs under _torch_private.faster_tracing (the stages that trace; not the user's import).
+    traces: bool = True
 
 
 def _needs(attribute: str, reason: str) -> Callable[[CheckContext], str]:
@@ -45,7 +48,7 @@ def _needs_weights(attribute: str, reason: str) -> Callable[[CheckContext], str]
 
 
 STAGES = (
-    Stage("load", load.run, lambda ctx: ""),
+    Stage("load", load.run, lambda ctx: "", traces=False),
     Stage("capture", capture.run, _needs("model", "the target could not be loaded")),
     Stage("translate", translate.run, _needs("exported_program", "capture failed")),
     Stage("validate", validate.run, _needs("model_proto", "translation failed")),
@@ -111,7 +114,7 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
     started = time.perf_counter()
     state, reason = StageState.PASSED, ""
     try:
-        with _quiet():
+        with _quiet(), _torch_private.faster_tracing() if stage.traces else nullcontext():
             stage.run(ctx)
     except StageFailed:
         state = StageState.FAILED

@@ -5,6 +5,11 @@ session (the torchlib registry), then forks one process per job: whatever the wa
 is free for every job. A forked job starts warm but isolated: fresh user modules, killable on
 cancellation, timeout or memory limit, and its crash is reported, not shared.
 
+A process's first check costs more than its later ones (copy-on-write faults, onnxruntime's
+import, caches torch fills on first use), so while no job runs the worker forks a *spare*
+that checks a bundled model (``spare_model.py``) and then waits; the next job runs in it if
+it is ready, else in a fresh fork as before. The spare never runs user code before its job.
+
 Fork safety: this process runs no torch computation (its warm-up export traces with fake
 tensors), so no OpenMP thread pool exists here when it forks; onnxruntime, whose import
 starts a thread, is imported by each job. It multiplexes its pipes with ``selectors`` on one
@@ -13,7 +18,8 @@ thread.
 Protocol: JSON lines. Requests on stdin: ``{"id", "op": "check"|"save"|"run", ...}``,
 ``{"id", "op": "cancel", "job": ID}``, ``{"op": "status"}``, ``{"op": "shutdown"}``.
 Events on the original stdout (the job's own prints go to stderr): ``{"event": "ready"}``,
-``{"id", "result": ...}``, ``{"id", "failure": "timeout"|"memory"|"crashed"|"cancelled"}``.
+``{"id", "answer": ..., "pid"}`` (the job's process), ``{"id", "failure":
+"timeout"|"memory"|"crashed"|"cancelled"}``, ``{"id", "status": {"pid", "jobs", "spare"}}``.
 """
 
 from __future__ import annotations
@@ -28,8 +34,10 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, BinaryIO
 
+SPARE_MODEL = Path(__file__).resolve().parent / "spare_model.py"
 _PR_SET_PDEATHSIG = 1
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -47,13 +55,26 @@ class Job:
     peak_rss: int = 0
 
 
+@dataclass
+class Spare:
+    """A forked job process that warms up, then waits for its job on ``request``."""
+
+    pid: int
+    request: int  # write end: the job's request, one line of JSON
+    ready: int  # read end: one byte once the warm-up is done
+    answer: int  # read end: the job's answer, as for a freshly forked job
+    warm: bool = False
+
+
 class Worker:
-    def __init__(self, channel: BinaryIO) -> None:
+    def __init__(self, channel: BinaryIO, spare: bool = True) -> None:
         self.channel = channel
         self.jobs: dict[int, Job] = {}  # by pipe fd
         self.selector = selectors.DefaultSelector()
         self.session: Any = None
         self.buffer = bytearray()
+        self.use_spare = spare
+        self.spare: Spare | None = None
 
     # -- messages ------------------------------------------------------------------------
 
@@ -99,22 +120,26 @@ class Worker:
 
         example = (torch.zeros(2, 4), {"bias": torch.zeros(2, 4)})
         batch = torch.export.Dim("batch")
-        program = torch.export.export(Warm().eval(), example, strict=False,
-                                      dynamic_shapes=({0: batch}, {"bias": {0: batch}}))
-        registry = self.session.registry(None, None)
-        if registry is not None:
-            _torch_private.translate(_torch_private.decompose(program, registry), registry)
+        with _torch_private.faster_tracing():
+            program = torch.export.export(Warm().eval(), example, strict=False,
+                                          dynamic_shapes=({0: batch}, {"bias": {0: batch}}))
+            registry = self.session.registry(None, None)
+            if registry is not None:
+                _torch_private.translate(_torch_private.decompose(program, registry), registry)
 
     # -- loop ------------------------------------------------------------------------------
 
     def serve(self) -> None:
         self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "requests")
+        self._replace_spare()
         while True:
             for key, _ in self.selector.select(timeout=0.05):
                 if key.data == "requests":
                     if not self._read_requests(key.fd):
                         self._shutdown()
                         return
+                elif key.data == "spare":
+                    self._spare_ready(key.fd)
                 else:
                     self._read_job(key.fd)
             self._watch_jobs()
@@ -141,18 +166,24 @@ class Worker:
             self.send({"id": request.get("id"), "status": {
                 "pid": os.getpid(),
                 "jobs": [{"id": job.id, "pid": job.pid} for job in self.jobs.values()],
+                "spare": None if self.spare is None else {"pid": self.spare.pid,
+                                                          "warm": self.spare.warm},
             }})
         else:
             self._start(request)
         return True
 
     def _start(self, request: dict[str, Any]) -> None:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the job process
-            os.close(read_end)
-            self._run_child(request, write_end)  # never returns
-        os.close(write_end)
+        handed = self._hand_to_spare(request)
+        if handed is not None:
+            pid, read_end = handed
+        else:
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the job process
+                os.close(read_end)
+                self._run_child(request, write_end)  # never returns
+            os.close(write_end)
         os.set_blocking(read_end, False)
         timeout = request.get("timeout")
         memory = request.get("memory_limit_mb")
@@ -165,26 +196,103 @@ class Worker:
     def _run_child(self, request: dict[str, Any], pipe: int) -> None:
         status = 0
         try:
-            os.setpgid(0, 0)
-            _die_with_parent()
-            self.selector.close()
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            from lsp_server.worker_jobs import run_job
-
-            try:
-                answer = run_job(self.session, request)
-            except BaseException as error:
-                answer = {"error": "".join(traceback.format_exception_only(type(error), error))
-                          .strip(), "internal": True}
-            data = json.dumps(answer).encode()
-            view = memoryview(data)
-            while view:
-                written = os.write(pipe, view)
-                view = view[written:]
+            self._become_job_process()
+            self._answer(request, pipe)
         except BaseException:
             status = 70
         finally:
             os._exit(status)
+
+    def _become_job_process(self) -> None:
+        os.setpgid(0, 0)
+        _die_with_parent()
+        self.selector.close()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def _answer(self, request: dict[str, Any], pipe: int) -> None:
+        from lsp_server.worker_jobs import run_job
+
+        try:
+            answer = run_job(self.session, request)
+        except BaseException as error:
+            answer = {"error": "".join(traceback.format_exception_only(type(error), error))
+                      .strip(), "internal": True}
+        _write_all(pipe, json.dumps(answer).encode())
+
+    # -- the spare -------------------------------------------------------------------------
+
+    def _replace_spare(self) -> None:
+        """Fork a new spare while nothing runs (its warm-up must not slow a running job)."""
+        if not self.use_spare or self.spare is not None or self.jobs:
+            return
+        request_read, request_write = os.pipe()
+        ready_read, ready_write = os.pipe()
+        answer_read, answer_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the spare
+            for fd in (request_write, ready_read, answer_read):
+                os.close(fd)
+            self._run_spare(request_read, ready_write, answer_write)  # never returns
+        for fd in (request_read, ready_write, answer_write):
+            os.close(fd)
+        self.spare = Spare(pid, request_write, ready_read, answer_read)
+        self.selector.register(ready_read, selectors.EVENT_READ, "spare")
+
+    def _run_spare(self, request_pipe: int, ready_pipe: int, answer_pipe: int) -> None:
+        status = 0
+        try:
+            self._become_job_process()
+            warm_spare(self.session)
+            os.write(ready_pipe, b"1")
+            os.close(ready_pipe)
+            line = _read_line(request_pipe)
+            if line:  # nothing: the worker let this spare go
+                self._answer(json.loads(line), answer_pipe)
+        except BaseException:
+            status = 70
+        finally:
+            os._exit(status)
+
+    def _spare_ready(self, fd: int) -> None:
+        spare = self.spare
+        self.selector.unregister(fd)
+        if spare is None or spare.ready != fd:  # pragma: no cover - defensive
+            os.close(fd)
+            return
+        warm = os.read(fd, 1) == b"1"
+        os.close(fd)
+        spare.ready = -1
+        if warm:
+            spare.warm = True
+        else:  # the spare died while warming up
+            self._drop_spare()
+
+    def _hand_to_spare(self, request: dict[str, Any]) -> tuple[int, int] | None:
+        """Give ``request`` to the spare if it is warm: (its pid, its answer pipe)."""
+        spare = self.spare
+        if spare is None or not spare.warm:
+            return None
+        self.spare = None
+        try:
+            _write_all(spare.request, json.dumps(request).encode() + b"\n")
+        except OSError:  # it died meanwhile
+            self.spare = spare
+            self._drop_spare()
+            return None
+        os.close(spare.request)
+        return spare.pid, spare.answer
+
+    def _drop_spare(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return
+        if spare.ready >= 0:
+            self.selector.unregister(spare.ready)
+            os.close(spare.ready)
+        os.close(spare.request)
+        os.close(spare.answer)
+        _kill_group(spare.pid)
+        os.waitpid(spare.pid, 0)
 
     def _read_job(self, fd: int) -> None:
         job = self.jobs[fd]
@@ -196,6 +304,7 @@ class Worker:
             job.output.extend(chunk)
             return
         self._finish(job)
+        self._replace_spare()  # after the answer went out: forking takes a moment
 
     def _finish(self, job: Job) -> None:
         self.selector.unregister(job.pipe)
@@ -215,7 +324,7 @@ class Worker:
             self.send({"id": job.id, "failure": "crashed", "detail": _describe_status(status),
                        "seconds": seconds})
         else:
-            self.send({"id": job.id, "answer": answer, "seconds": seconds,
+            self.send({"id": job.id, "answer": answer, "seconds": seconds, "pid": job.pid,
                        "peak_rss_mb": job.peak_rss // (1024 * 1024)})
 
     def _watch_jobs(self) -> None:
@@ -238,6 +347,7 @@ class Worker:
                 _kill_group(job.pid)
 
     def _shutdown(self) -> None:
+        self._drop_spare()
         for job in list(self.jobs.values()):
             _kill_group(job.pid)
 
@@ -246,6 +356,41 @@ def _import_job_modules() -> None:
     """What a job imports (≈0.1 s in every job otherwise)."""
     import exporter.pipeline  # noqa: F401 - the stages, onnx's checker
     import lsp_server.worker_jobs  # noqa: F401 - the job runner, result serialization
+
+
+def warm_spare(session: Any) -> None:
+    """Check the bundled model once in this (spare) process: onnxruntime's import and first
+    session, copy-on-write faults and torch's first-use caches are paid before the job.
+    torch's random state is put back, so the job's models start from the same state as in a
+    fresh fork."""
+    import torch
+
+    state = torch.random.get_rng_state()
+    try:
+        session.check_file(SPARE_MODEL, SPARE_MODEL.parent)
+    except Exception:  # a spare that could not warm up still serves its job
+        pass
+    finally:
+        torch.random.set_rng_state(state)
+        for name, module in list(sys.modules.items()):
+            if getattr(module, "__file__", None) == str(SPARE_MODEL):
+                del sys.modules[name]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_line(fd: int) -> bytes:
+    """Up to a newline (not EOF: forks made meanwhile hold copies of the write end)."""
+    data = bytearray()
+    while not data.endswith(b"\n") and (chunk := os.read(fd, 1 << 16)):
+        data.extend(chunk)
+    os.close(fd)
+    return bytes(data).strip()
 
 
 def _kill_group(pid: int) -> None:
@@ -291,7 +436,7 @@ def main() -> None:
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    worker = Worker(channel)
+    worker = Worker(channel, spare=os.environ.get("ONNXLENS_WORKER_SPARE", "1") != "0")
     try:
         worker.warm_up()
     except ImportError as error:

@@ -14,6 +14,8 @@ from exporter.onnx_nodes import op_histogram, value_infos
 from exporter.stages.base import StageFailed
 
 _FAILED_NODE = re.compile(r"Error when translating node %(\w+)")
+# Serialized in memory below this size of weights (protobuf's limit is 2 GB for everything).
+_SERIALIZE_BELOW = 1_800_000_000
 
 
 def _op_name(target: Any) -> str:
@@ -144,6 +146,9 @@ def _finish(ctx: CheckContext) -> None:
             for v in model.graph.initializers.values()
         ) if not ctx.weightless else None,
     )
+    weights = ctx.summary["initializer_bytes"]
+    if weights is not None and weights < _SERIALIZE_BELOW:
+        ctx.model_bytes = proto.SerializeToString()
 
 
 def weightless_proto(model: ir.Model) -> Any:

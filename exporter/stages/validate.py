@@ -13,22 +13,32 @@ from exporter.stages.base import StageFailed
 
 
 def run(ctx: CheckContext) -> None:
-    proto = ctx.model_proto
+    model = ctx.model_bytes if ctx.model_bytes is not None else ctx.model_proto
     failed = False
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(model)
     except onnx.checker.ValidationError as error:
         report_at_node(ctx, "ONNX301", "onnx.checker rejected the model", str(error))
         failed = True
     try:
-        onnx.shape_inference.infer_shapes(_without_value_info(proto), check_type=True,
-                                          strict_mode=True)
+        _infer_shapes(model, ctx.model_proto)
     except onnx.shape_inference.InferenceError as error:
         report_at_node(ctx, "ONNX302", "ONNX shape inference failed", str(error))
         failed = True
     if failed:
         ctx.invalid_model = True
         raise StageFailed
+
+
+def _infer_shapes(model: onnx.ModelProto | bytes, proto: onnx.ModelProto) -> None:
+    """Strict shape inference from the nodes alone. The exporter's value_info can only add
+    comparisons (never hide a failure), so the model is tried as it is first, and only a
+    failure is confirmed on a copy without value_info (copying the weights costs time)."""
+    try:
+        onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    except onnx.shape_inference.InferenceError:
+        onnx.shape_inference.infer_shapes(_without_value_info(proto), check_type=True,
+                                          strict_mode=True)
 
 
 def _without_value_info(proto: onnx.ModelProto) -> onnx.ModelProto:

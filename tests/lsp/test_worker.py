@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from tests.conftest import FIXTURES, REPO
 
@@ -43,3 +46,87 @@ def test_warm_up_starts_no_thread_pool_before_forking():
         worker.stdin.write(b'{"op": "shutdown"}\n')
         worker.stdin.flush()
         worker.wait(timeout=30)
+
+
+class _Worker:
+    """The worker over its JSON-lines protocol."""
+
+    def __init__(self, spare: bool) -> None:
+        env = {**ENV, "ONNXLENS_WORKER_SPARE": "1" if spare else "0"}
+        self.process = subprocess.Popen([sys.executable, "-m", "lsp_server.worker_main"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=env)
+        assert self.receive()["event"] == "ready"
+
+    def send(self, message: dict) -> None:
+        self.process.stdin.write((json.dumps(message) + "\n").encode())
+        self.process.stdin.flush()
+
+    def receive(self) -> dict:
+        return json.loads(self.process.stdout.readline())
+
+    def status(self) -> dict:
+        self.send({"id": "status", "op": "status"})
+        return self.receive()["status"]
+
+    def wait_for_warm_spare(self, timeout: float = 120) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            spare = self.status()["spare"]
+            if spare and spare["warm"]:
+                return spare["pid"]
+            time.sleep(0.2)
+        raise AssertionError("no warm spare")
+
+    def check(self, job_id: str, workspace: str, target: str) -> dict:
+        folder = Path(__file__).parent / "fixtures" / workspace
+        self.send({"id": job_id, "op": "check", "file": str(folder / "model.py"),
+                   "workspace": str(folder), "target": target, "timeout": 120})
+        return self.receive()
+
+    def close(self) -> None:
+        self.send({"op": "shutdown"})
+        self.process.wait(timeout=30)
+
+
+def _probe_message(answer: dict) -> str:
+    (target,) = answer["answer"]["result"]["targets"]
+    (diagnostic,) = target["diagnostics"]
+    assert diagnostic["rule"] == "ONNX003"
+    return diagnostic["message"]
+
+
+def test_jobs_run_in_the_warm_spare_which_looks_like_a_fresh_fork_to_user_code():
+    worker = _Worker(spare=True)
+    try:
+        spare = worker.status()["spare"]  # forked right after "ready": still warming up
+        assert spare is not None and not spare["warm"]
+        fresh = worker.check("1", "probe", "Probe")
+        assert fresh["pid"] != spare["pid"]  # not warm yet: a fresh fork ran the job
+
+        assert worker.wait_for_warm_spare() == spare["pid"]  # the spare was kept
+        in_spare = worker.check("2", "probe", "Probe")
+        assert in_spare["pid"] == spare["pid"]  # now the spare ran it...
+        assert worker.wait_for_warm_spare() != spare["pid"]  # ...and a new one took its place
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(spare["pid"], 0)
+            raise AssertionError("the spare that ran the job is still alive")
+    finally:
+        worker.close()
+    # The warm-up's model is gone and torch's random state is the one the fork started with.
+    assert "spare_model_loaded=False" in _probe_message(in_spare)
+    assert _probe_message(in_spare) == _probe_message(fresh)
+
+
+def test_shutdown_ends_the_spare():
+    worker = _Worker(spare=True)
+    spare_pid = worker.wait_for_warm_spare()
+    worker.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(spare_pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the spare outlived the worker")
