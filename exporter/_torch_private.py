@@ -69,6 +69,7 @@ try:  # pragma: no branch - what faster_tracing replaces, by name
         hasattr(_fx_traceback, "NodeSource"),
         hasattr(_lazy_graph_module, "_use_lazy_graph_module"),
         hasattr(onnx_ir.schemas.OpSignature, "from_op_schema"),
+        hasattr(onnx_ir._convenience, "_infer_attribute_type"),
     ))
 except ImportError:  # pragma: no cover - depends on the installed torch
     FASTER_TRACING = False
@@ -240,6 +241,9 @@ def faster_tracing() -> Iterator[None]:
     * torch's ONNX builder converts an operator's ONNX schema into a signature on every call
       (708 times for a 6-layer transformer); onnxscript itself computes it once per
       operator, as done here.
+    * onnx_ir finds an attribute's type by checking it against three runtime Protocols
+      (slow ``isinstance`` calls) before it looks at lists; plain lists and tuples of ints,
+      floats or strings are answered first (a list is none of those Protocols).
     """
     if not FASTER_TRACING:
         yield
@@ -250,22 +254,40 @@ def faster_tracing() -> Iterator[None]:
         stack.enter_context(_lazy_graph_module._use_lazy_graph_module(True))
         stack.enter_context(_replaced(onnx_ir.schemas.OpSignature, "from_op_schema",
                                       _signature_once))
+        stack.enter_context(_replaced(_onnx_ir_convenience, "_infer_attribute_type",
+                                      _attribute_type))
         yield
 
 
-_SIGNATURES: dict[int, tuple[Any, Any]] = {}
-_from_op_schema = onnx_ir.schemas.OpSignature.from_op_schema if FASTER_TRACING else None
+_SIGNATURES: dict[tuple[str, str, int], Any] = {}
+if FASTER_TRACING:
+    from onnx_ir import _convenience as _onnx_ir_convenience
+
+    _from_op_schema = onnx_ir.schemas.OpSignature.from_op_schema
+    _infer_attribute_type = _onnx_ir_convenience._infer_attribute_type
+    _LIST_TYPES = ((int, onnx_ir.AttributeType.INTS), (float, onnx_ir.AttributeType.FLOATS),
+                   (str, onnx_ir.AttributeType.STRINGS))
 
 
 @classmethod  # type: ignore[misc]
 def _signature_once(cls: type, schema: Any) -> Any:
-    """The signature of an ONNX schema, computed once per schema object (kept alive here,
-    so its id is never reused). Nothing changes a signature after it is made: torch's
-    builder copies default attributes before it names them."""
-    known = _SIGNATURES.get(id(schema))
-    if known is None or known[0] is not schema:
-        known = _SIGNATURES[id(schema)] = (schema, _from_op_schema(schema))
-    return known[1]
+    """The signature of an ONNX schema, computed once per (domain, name, version): the
+    schema registry holds one schema for each. Nothing changes a signature after it is
+    made: torch's builder copies default attributes before it names them."""
+    key = (schema.domain, schema.name, schema.since_version)
+    signature = _SIGNATURES.get(key)
+    if signature is None:
+        signature = _SIGNATURES[key] = _from_op_schema(schema)
+    return signature
+
+
+def _attribute_type(value: Any) -> Any:
+    """onnx_ir's ``_infer_attribute_type``, with plain non-empty lists and tuples first."""
+    if type(value) in (list, tuple) and value:
+        for kind, attribute_type in _LIST_TYPES:
+            if all(isinstance(item, kind) for item in value):
+                return attribute_type
+    return _infer_attribute_type(value)
 
 
 def unsupported_nodes(program: torch.export.ExportedProgram, registry: Any) -> list[torch.fx.Node]:
