@@ -40,7 +40,7 @@ PARTS = [
      "    type promotion"),
     ("exporter._torch_private", "translate", "  translate to ONNX"),
     ("exporter.stages.translate", "_finish", "  ONNX proto and summary"),
-    ("exporter.ort_runner", "create_session", "  ORT session (in a fresh fork: + import onnxruntime)"),
+    ("exporter.ort_runner", "create_session", "  ORT session (fresh fork: + import)"),
 ]
 # Context managers: the time of entering and leaving them.
 CONTEXTS = [("torch.export.exported_program", "_override_composite_implicit_decomp",
@@ -50,7 +50,7 @@ ORDER = ["the whole job", "load", "  build the model", "  eager forward", "captu
          "    split the decomposition table", "    override the CIA kernels (enter and leave)",
          "    unlift", "    AOT re-trace", "    type promotion", "  translate to ONNX",
          "  ONNX proto and summary", "validate", "runtime",
-         "  ORT session (in a fresh fork: + import onnxruntime)", "numerics", "dynamic"]
+         "  ORT session (fresh fork: + import)", "numerics", "dynamic"]
 
 
 def _timed(function: Callable[..., Any], label: str, totals: dict[str, float]) -> Callable:
