@@ -31,9 +31,9 @@ def run(ctx: CheckContext) -> None:
 
 
 def _infer_shapes(model: onnx.ModelProto | bytes, proto: onnx.ModelProto) -> None:
-    """Strict shape inference from the nodes alone. The exporter's value_info can only add
-    comparisons (never hide a failure), so the model is tried as it is first, and only a
-    failure is confirmed on a copy without value_info (copying the weights costs time)."""
+    """Strict shape inference from the nodes alone. The model is tried as it is first (no
+    copy of its weights); value_info only gives inference more to compare against, so only a
+    failure is confirmed on a copy without it, and that copy's verdict is the one reported."""
     try:
         onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except onnx.shape_inference.InferenceError:
