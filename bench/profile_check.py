@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import gc
 import importlib
 import json
 import os
@@ -100,7 +101,7 @@ def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float],
                   spare: bool) -> dict:
     """One check in a fork, as the worker runs it; the child's part times."""
     from lsp_server.worker_jobs import run_job
-    from lsp_server.worker_main import warm_spare
+    from lsp_server.worker_main import JOB_GC_THRESHOLD, warm_spare
 
     file, _, target = spec.rpartition("::")
     path = Path(file).resolve()
@@ -108,6 +109,7 @@ def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float],
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
+        gc.set_threshold(*JOB_GC_THRESHOLD)
         if spare:
             warm_spare(session)
         totals.clear()

@@ -9,6 +9,7 @@ and of finding only the first translation problem.
 from __future__ import annotations
 
 import copy
+import traceback
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -63,6 +64,7 @@ try:  # pragma: no branch - what faster_tracing replaces, by name
     import onnx_ir
     import torch.fx._lazy_graph_module as _lazy_graph_module
     import torch.fx.traceback as _fx_traceback
+    import torch.utils._traceback as _torch_traceback
 
     FASTER_TRACING = PRIVATE_API and all((
         getattr(_fx_traceback, "copy", None) is copy,
@@ -70,6 +72,7 @@ try:  # pragma: no branch - what faster_tracing replaces, by name
         hasattr(_lazy_graph_module, "_use_lazy_graph_module"),
         hasattr(onnx_ir.schemas.OpSignature, "from_op_schema"),
         hasattr(onnx_ir._convenience, "_infer_attribute_type"),
+        hasattr(_torch_traceback, "_extract_symbolized_tb"),
     ))
 except ImportError:  # pragma: no cover - depends on the installed torch
     FASTER_TRACING = False
@@ -244,6 +247,10 @@ def faster_tracing() -> Iterator[None]:
     * onnx_ir finds an attribute's type by checking it against three runtime Protocols
       (slow ``isinstance`` calls) before it looks at lists; plain lists and tuples of ints,
       floats or strings are answered first (a list is none of those Protocols).
+    * Each traced node records the Python stack it was created from: torch builds a frame
+      summary of every frame (≈65 per node) and reads each frame's source line, then keeps
+      the few frames from ``forward`` on. The lines are read when the kept frames are
+      formatted instead (Python's own lazy ``FrameSummary``): the same text.
     """
     if not FASTER_TRACING:
         yield
@@ -256,6 +263,8 @@ def faster_tracing() -> Iterator[None]:
                                       _signature_once))
         stack.enter_context(_replaced(_onnx_ir_convenience, "_infer_attribute_type",
                                       _attribute_type))
+        stack.enter_context(_replaced(_torch_traceback, "_extract_symbolized_tb",
+                                      _frames_without_lines))
         yield
 
 
@@ -288,6 +297,16 @@ def _attribute_type(value: Any) -> Any:
             if all(isinstance(item, kind) for item in value):
                 return attribute_type
     return _infer_attribute_type(value)
+
+
+def _frames_without_lines(frames: list[dict[str, Any]], skip: int) -> traceback.StackSummary:
+    """torch's ``_extract_symbolized_tb``, leaving each frame's source line to be read when
+    (and if) the frame is formatted."""
+    stack = traceback.StackSummary()
+    for frame in reversed(frames[skip:]):
+        stack.append(traceback.FrameSummary(frame["filename"], frame["line"], frame["name"],
+                                            lookup_line=False))
+    return stack
 
 
 def unsupported_nodes(program: torch.export.ExportedProgram, registry: Any) -> list[torch.fx.Node]:

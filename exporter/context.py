@@ -45,9 +45,10 @@ class CheckContext:
     draft_only: bool = False
     decomposed_program: Any = None
     onnx_program: Any = None
+    # The ONNX model with its large initializers apart (external references to ``weights``,
+    # by name; see weights_apart), and serialized once (None past protobuf's 2 GB limit)
     model_proto: Any = None
-    # model_proto serialized once for the checker, shape inference and ONNX Runtime (None
-    # when its weights pass protobuf's 2 GB limit, or for weights="none")
+    weights: dict[str, Any] = field(default_factory=dict)
     model_bytes: bytes | None = None
     invalid_model: bool = False
     ort_session: Any = None

@@ -23,21 +23,30 @@ if TYPE_CHECKING:
 _PROTOBUF_LIMIT = 2**31 - 1
 
 
-def create_session(model: onnx.ModelProto, serialized: bytes | None = None
-                   ) -> ort.InferenceSession:
-    """A CPU session for ``model`` (``serialized``: the same model, already serialized)."""
+def create_session(model: onnx.ModelProto, serialized: bytes | None = None,
+                   weights: dict[str, np.ndarray] | None = None) -> ort.InferenceSession:
+    """A CPU session for ``model`` (``serialized``: the same model, already serialized;
+    ``weights``: the data of its in-memory external initializers, see weights_apart)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only: failures are reported as diagnostics instead
+    # ONNX Runtime reads these buffers in place: the session keeps them alive (below)
+    values = [ort.OrtValue.ortvalue_from_numpy(array) for array in (weights or {}).values()]
+    if values:
+        options.add_external_initializers(list(weights or {}), values)
     if serialized is None and model.ByteSize() < _PROTOBUF_LIMIT:
         serialized = model.SerializeToString()
     if serialized is not None:
-        return ort.InferenceSession(serialized, options, providers=["CPUExecutionProvider"])
-    with tempfile.TemporaryDirectory(prefix="onnxlens-") as directory:
-        path = Path(directory) / "model.onnx"
-        onnx.save_model(model, path, save_as_external_data=True, location="model.onnx.data")
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(serialized, options, providers=["CPUExecutionProvider"])
+    else:
+        with tempfile.TemporaryDirectory(prefix="onnxlens-") as directory:
+            path = Path(directory) / "model.onnx"
+            onnx.save_model(model, path, save_as_external_data=True, location="model.onnx.data")
+            session = ort.InferenceSession(str(path), options,
+                                           providers=["CPUExecutionProvider"])
+    session.onnxlens_weights = values
+    return session
 
 
 def flat_inputs(args: tuple, kwargs: dict[str, Any]) -> list[Any]:

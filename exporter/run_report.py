@@ -25,7 +25,7 @@ def build_run_report(ctx: CheckContext, result: TargetResult, model_path: Path |
     elif ctx.ort_session is not None:
         session = ctx.ort_session
     elif ctx.model_proto is not None:
-        session = ort_runner.create_session(ctx.model_proto, ctx.model_bytes)
+        session = ort_runner.create_session(ctx.model_proto, ctx.model_bytes, ctx.weights)
     else:
         failed = [s.name for s in result.stages if s.state.value == "failed"]
         raise RuntimeError(f"the export failed ({', '.join(failed) or 'no model'})")

@@ -204,6 +204,7 @@ class Worker:
             os._exit(status)
 
     def _become_job_process(self) -> None:
+        gc.set_threshold(*JOB_GC_THRESHOLD)
         os.setpgid(0, 0)
         _die_with_parent()
         self.selector.close()
@@ -352,6 +353,12 @@ class Worker:
             _kill_group(job.pid)
 
 
+# A check allocates ≈100,000 objects, mostly kept for the job's life (graphs, fake tensors,
+# metadata): at Python's default threshold (700) the collector runs ≈130 times and walks them
+# again and again (≈35 ms for the benchmark encoder). It still runs, rarely.
+JOB_GC_THRESHOLD = (50_000, 20, 20)
+
+
 def _import_job_modules() -> None:
     """What a job imports (≈0.1 s in every job otherwise)."""
     import exporter.pipeline  # noqa: F401 - the stages, onnx's checker
@@ -375,6 +382,9 @@ def warm_spare(session: Any) -> None:
         for name, module in list(sys.modules.items()):
             if getattr(module, "__file__", None) == str(SPARE_MODEL):
                 del sys.modules[name]
+        # What the warm-up left (filled caches) out of the job's collections, as in warm_up
+        gc.collect()
+        gc.freeze()
 
 
 def _write_all(fd: int, data: bytes) -> None:

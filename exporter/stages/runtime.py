@@ -12,7 +12,7 @@ from exporter.stages.validate import report_at_node
 
 def run(ctx: CheckContext) -> None:
     try:
-        ctx.ort_session = ort_runner.create_session(ctx.model_proto, ctx.model_bytes)
+        ctx.ort_session = ort_runner.create_session(ctx.model_proto, ctx.model_bytes, ctx.weights)
     except Exception as error:
         report_at_node(ctx, "ONNX401", "ONNX Runtime cannot create a session", str(error))
         raise StageFailed from error

@@ -6,16 +6,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import onnx_ir as ir
-
 from exporter import _torch_private
 from exporter.context import CheckContext
 from exporter.onnx_nodes import op_histogram, value_infos
 from exporter.stages.base import StageFailed
+from exporter.weights_apart import split_weights
 
 _FAILED_NODE = re.compile(r"Error when translating node %(\w+)")
-# Serialized in memory below this size of weights (protobuf's limit is 2 GB for everything).
-_SERIALIZE_BELOW = 1_800_000_000
+# protobuf serializes at most 2 GB (weights that stay in the proto count: see weights_apart)
+_PROTOBUF_LIMIT = 2**31 - 1
 
 
 def _op_name(target: Any) -> str:
@@ -133,7 +132,8 @@ def _rename_io(ctx: CheckContext) -> None:
 
 def _finish(ctx: CheckContext) -> None:
     model = ctx.onnx_program.model
-    ctx.model_proto = weightless_proto(model) if ctx.weightless else ctx.onnx_program.model_proto
+    split = split_weights(model, with_data=not ctx.weightless)
+    ctx.model_proto, ctx.weights = split.proto, split.weights
     proto = ctx.model_proto
     ctx.summary.update(
         nodes=len(proto.graph.node),
@@ -146,28 +146,5 @@ def _finish(ctx: CheckContext) -> None:
             for v in model.graph.initializers.values()
         ) if not ctx.weightless else None,
     )
-    weights = ctx.summary["initializer_bytes"]
-    if weights is not None and weights < _SERIALIZE_BELOW:
+    if proto.ByteSize() < _PROTOBUF_LIMIT:
         ctx.model_bytes = proto.SerializeToString()
-
-
-def weightless_proto(model: ir.Model) -> Any:
-    """Serialize a model whose initializers have no data (``meta`` weights) by turning
-    them into graph inputs, so the checker and shape inference can still run."""
-    import onnx
-
-    initializers = list(model.graph.initializers.values())
-    saved = [value.const_value for value in initializers]
-    try:
-        for value in initializers:
-            value.const_value = None
-        proto = ir.serde.serialize_model(model)
-    finally:
-        for value, const in zip(initializers, saved):
-            value.const_value = const
-    del proto.graph.initializer[:]
-    for value in initializers:
-        dims = [d if isinstance(d, int) else str(d) for d in (value.shape or [])]
-        proto.graph.input.append(onnx.helper.make_tensor_value_info(
-            value.name, int(value.dtype) if value.dtype is not None else 0, dims))
-    return proto

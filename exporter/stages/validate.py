@@ -1,4 +1,7 @@
-"""Stage 4: ``onnx.checker`` and strict shape inference, mapped to the nodes' source lines."""
+"""Stage 4: ``onnx.checker`` and strict shape inference, mapped to the nodes' source lines.
+
+Both read the graph with its large weights as typed inputs (``weights_apart.checkable``):
+neither needs their values, and the proto stays small."""
 
 from __future__ import annotations
 
@@ -10,10 +13,12 @@ from exporter.context import CheckContext
 from exporter.diagnostics import Location
 from exporter.onnx_nodes import STACK_TRACE_KEY, find_nodes, metadata, names_in_message
 from exporter.stages.base import StageFailed
+from exporter.weights_apart import checkable
 
 
 def run(ctx: CheckContext) -> None:
-    model = ctx.model_bytes if ctx.model_bytes is not None else ctx.model_proto
+    checked = checkable(ctx.model_proto)
+    model = checked.SerializeToString() if ctx.model_bytes is not None else checked
     failed = False
     try:
         onnx.checker.check_model(model)
@@ -21,7 +26,7 @@ def run(ctx: CheckContext) -> None:
         report_at_node(ctx, "ONNX301", "onnx.checker rejected the model", str(error))
         failed = True
     try:
-        _infer_shapes(model, ctx.model_proto)
+        _infer_shapes(model, checked)
     except onnx.shape_inference.InferenceError as error:
         report_at_node(ctx, "ONNX302", "ONNX shape inference failed", str(error))
         failed = True

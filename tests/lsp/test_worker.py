@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from lsp_server.worker_main import JOB_GC_THRESHOLD
 from tests.conftest import FIXTURES, REPO
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -113,8 +114,10 @@ def test_jobs_run_in_the_warm_spare_which_looks_like_a_fresh_fork_to_user_code()
             raise AssertionError("the spare that ran the job is still alive")
     finally:
         worker.close()
-    # The warm-up's model is gone and torch's random state is the one the fork started with.
+    # The warm-up's model is gone and torch's random state is the one the fork started with;
+    # both collect garbage rarely (a check allocates much and keeps most of it).
     assert "spare_model_loaded=False" in _probe_message(in_spare)
+    assert f"gc_threshold={JOB_GC_THRESHOLD[0]}" in _probe_message(in_spare)
     assert _probe_message(in_spare) == _probe_message(fresh)
 
 
