@@ -65,6 +65,8 @@ try:  # pragma: no branch - what faster_tracing replaces, by name
     import torch.fx._lazy_graph_module as _lazy_graph_module
     import torch.fx.traceback as _fx_traceback
     import torch.utils._traceback as _torch_traceback
+    from torch.fx.experimental import symbolic_shapes as _symbolic_shapes
+    from torch.onnx._internal.fx.passes import type_promotion as _type_promotion
 
     FASTER_TRACING = PRIVATE_API and all((
         getattr(_fx_traceback, "copy", None) is copy,
@@ -73,6 +75,9 @@ try:  # pragma: no branch - what faster_tracing replaces, by name
         hasattr(onnx_ir.schemas.OpSignature, "from_op_schema"),
         hasattr(onnx_ir._convenience, "_infer_attribute_type"),
         hasattr(_torch_traceback, "_extract_symbolized_tb"),
+        hasattr(_type_promotion, "get_type_promotion_rule"),
+        hasattr(getattr(_type_promotion, "_TypePromotionInterpreter", None), "run_node"),
+        hasattr(_symbolic_shapes, "free_unbacked_symbols"),
     ))
 except ImportError:  # pragma: no cover - depends on the installed torch
     FASTER_TRACING = False
@@ -251,6 +256,11 @@ def faster_tracing() -> Iterator[None]:
       summary of every frame (≈65 per node) and reads each frame's source line, then keeps
       the few frames from ``forward`` on. The lines are read when the kept frames are
       formatted instead (Python's own lazy ``FrameSummary``): the same text.
+    * torch.onnx's type promotion pass re-runs every node on fake tensors to know its
+      arguments' types; it changes only nodes that have a promotion rule (and their new
+      casts), and those keep their output type. Other nodes' values are the ones the trace
+      recorded (``meta["val"]``), except values with data-dependent sizes, which a re-run
+      gives new symbols and so still re-run.
     """
     if not FASTER_TRACING:
         yield
@@ -265,6 +275,8 @@ def faster_tracing() -> Iterator[None]:
                                       _attribute_type))
         stack.enter_context(_replaced(_torch_traceback, "_extract_symbolized_tb",
                                       _frames_without_lines))
+        stack.enter_context(_replaced(_type_promotion._TypePromotionInterpreter, "run_node",
+                                      _run_node_or_reuse_value))
         yield
 
 
@@ -273,6 +285,7 @@ if FASTER_TRACING:
     from onnx_ir import _convenience as _onnx_ir_convenience
 
     _from_op_schema = onnx_ir.schemas.OpSignature.from_op_schema
+    _run_node_rerunning = _type_promotion._TypePromotionInterpreter.run_node
     _infer_attribute_type = _onnx_ir_convenience._infer_attribute_type
     _LIST_TYPES = ((int, onnx_ir.AttributeType.INTS), (float, onnx_ir.AttributeType.FLOATS),
                    (str, onnx_ir.AttributeType.STRINGS))
@@ -307,6 +320,17 @@ def _frames_without_lines(frames: list[dict[str, Any]], skip: int) -> traceback.
         stack.append(traceback.FrameSummary(frame["filename"], frame["line"], frame["name"],
                                             lookup_line=False))
     return stack
+
+
+def _run_node_or_reuse_value(self: Any, node: torch.fx.Node) -> Any:
+    """The type promotion interpreter's ``run_node``, reusing the traced value of a node it
+    would neither change nor learn anything new from."""
+    if (node.op == "call_function"
+            and _type_promotion.get_type_promotion_rule(node, self.type_promotion_table) is None
+            and (value := node.meta.get("val")) is not None
+            and not _symbolic_shapes.free_unbacked_symbols(value)):
+        return value
+    return _run_node_rerunning(self, node)
 
 
 def unsupported_nodes(program: torch.export.ExportedProgram, registry: Any) -> list[torch.fx.Node]:

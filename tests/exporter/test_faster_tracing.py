@@ -11,6 +11,8 @@ import pytest
 import torch
 import torch.fx._lazy_graph_module as lazy_graph_module
 import torch.fx.traceback as fx_traceback
+import torch.utils._traceback as torch_traceback
+from torch.onnx._internal.fx.passes import type_promotion
 
 from exporter import _torch_private
 
@@ -43,10 +45,24 @@ def _mixed() -> tuple[torch.nn.Module, tuple, tuple]:
     return Mixed().eval(), args, ({0: batch}, {"x": {0: batch}}, [{0: batch}])
 
 
+class DataDependent(torch.nn.Module):
+    """A size known only from the data (an unbacked symbol), then type promotion on it."""
+
+    def forward(self, x: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        picked = x[x > 0]
+        return (picked * counts.sum() + 1).sum() + x.mean()
+
+
+def _data_dependent() -> tuple[torch.nn.Module, tuple, tuple]:
+    torch.manual_seed(0)
+    return DataDependent().eval(), (torch.randn(4, 3), torch.arange(3)), ()
+
+
 def _export(build, registry, faster: bool) -> dict:
     model, args, dynamic_shapes = build()
     with _torch_private.faster_tracing() if faster else contextlib.nullcontext():
-        program = torch.export.export(model, args, strict=False, dynamic_shapes=dynamic_shapes)
+        program = torch.export.export(model, args, strict=False,
+                                      dynamic_shapes=dynamic_shapes or None)
         decomposed = _torch_private.decompose(program, registry)
         onnx_program = _torch_private.translate(decomposed, registry)
     nodes = list(decomposed.graph.nodes)
@@ -70,7 +86,8 @@ def test_faster_tracing_is_available_for_this_torch():
     assert _torch_private.FASTER_TRACING
 
 
-@pytest.mark.parametrize("build", [_encoder_layer, _mixed], ids=["encoder layer", "mixed"])
+@pytest.mark.parametrize("build", [_encoder_layer, _mixed, _data_dependent],
+                         ids=["encoder layer", "mixed", "data-dependent"])
 def test_faster_tracing_gives_the_same_graph_and_onnx_model(session, build):
     registry = session.registry(None, None)
     plain = _export(build, registry, faster=False)
@@ -82,9 +99,15 @@ def test_faster_tracing_gives_the_same_graph_and_onnx_model(session, build):
 
 def test_faster_tracing_puts_everything_back():
     signature = vars(onnx_ir.schemas.OpSignature)["from_op_schema"]
+    run_node = type_promotion._TypePromotionInterpreter.run_node
+    frames = torch_traceback._extract_symbolized_tb
     with _torch_private.faster_tracing():
         assert fx_traceback.copy is not copy
         assert lazy_graph_module._use_lazy_graph_module_flag
+        assert type_promotion._TypePromotionInterpreter.run_node is not run_node
+        assert torch_traceback._extract_symbolized_tb is not frames
     assert fx_traceback.copy is copy
     assert not lazy_graph_module._use_lazy_graph_module_flag
     assert vars(onnx_ir.schemas.OpSignature)["from_op_schema"] is signature
+    assert type_promotion._TypePromotionInterpreter.run_node is run_node
+    assert torch_traceback._extract_symbolized_tb is frames
