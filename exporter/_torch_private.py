@@ -54,6 +54,7 @@ try:  # pragma: no branch - what the cached decomposition replaces, by name
         hasattr(_decomp, "create_onnx_friendly_decomposition_table"),
         hasattr(_exported_program, "_split_decomp_table_to_cia_and_python_decomp"),
         hasattr(torch._ops, "Callable"),
+        hasattr(getattr(torch._ops, "OperatorBase", None), "py_impl"),
         *(hasattr(module, "_collect_all_valid_cia_ops")
           for module in (_export_utils, _decomp_utils, _exported_program)),
     ))
@@ -87,6 +88,7 @@ except ImportError:  # pragma: no cover - depends on the installed torch
 _TABLES: dict[tuple[Any, ...], _Decomposition] = {}
 _CIA_OPS: dict[str, Any] = {}
 if CACHED_DECOMPOSITION:
+    _operator_py_impl = torch._ops.OperatorBase.py_impl
     _build_table = _decomp.create_onnx_friendly_decomposition_table
     _split = _exported_program._split_decomp_table_to_cia_and_python_decomp
 
@@ -172,10 +174,30 @@ def decompose(program: torch.export.ExportedProgram, registry: Any) -> torch.exp
         stack.enter_context(_replaced(_decomp, "create_onnx_friendly_decomposition_table", table))
         stack.enter_context(_replaced(_exported_program,
                                       "_split_decomp_table_to_cia_and_python_decomp", split))
-        # torch evaluates `Callable[_P, _T]` annotations twice per `py_impl` call (≈11,000
-        # calls per decomposition); typing's alias caches them. Same class checks.
+        # Overriding the CIA kernels registers ≈11,000 Python kernels by dispatch key per
+        # decomposition through `py_impl`, which evaluates `Callable[_P, _T]` annotations
+        # three times per call and checks for classes and transforms first. Dispatch keys
+        # take the short way; other `py_impl` calls find typing's cached aliases.
         stack.enter_context(_replaced(torch._ops, "Callable", typing.Callable))
+        stack.enter_context(_replaced(torch._ops.OperatorBase, "py_impl", _py_impl))
         return _core._prepare_exported_program_for_export(program, registry=registry)
+
+
+def _py_impl(self: Any, key: Any) -> Callable[[Callable], Callable]:
+    """``OperatorBase.py_impl``, with torch's own checks for a dispatch key and no
+    annotations to evaluate."""
+    if type(key) is not torch._C.DispatchKey or key == torch._C.DispatchKey.Python:
+        return _operator_py_impl(self, key)
+
+    def register(function: Callable) -> Callable:
+        if key in self.py_kernels:
+            raise RuntimeError(
+                f"Trying to override a python impl for {key} on operator {self.name()}")
+        self.py_kernels[key] = function
+        self._dispatch_cache.clear()
+        return function
+
+    return register
 
 
 def _registrations() -> tuple[Any, ...]:

@@ -54,3 +54,27 @@ def test_custom_op_registered_after_the_table_was_built_is_decomposed(session, m
     cached = _decomposed_code(UsesCustomOp(), registry, True, monkeypatch)  # ...the op exists
     assert "onnxlens_test" not in cached  # decomposed, as torch's own table would
     assert cached == _decomposed_code(UsesCustomOp(), registry, False, monkeypatch)
+
+
+def test_kernels_registered_the_short_way_keep_torchs_checks(custom_op):
+    key = torch._C.DispatchKey.AutogradCPU
+
+    def kernel(x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    try:
+        assert _torch_private._py_impl(custom_op, key)(kernel) is kernel
+        assert custom_op.py_kernels[key] is kernel
+        with pytest.raises(RuntimeError, match="Trying to override a python impl"):
+            _torch_private._py_impl(custom_op, key)(kernel)
+    finally:
+        custom_op.py_kernels.pop(key, None)
+        custom_op._dispatch_cache.clear()
+    with pytest.raises(AssertionError, match="mode for the DispatchKey"):  # torch's own path
+        _torch_private._py_impl(custom_op, torch._C.DispatchKey.Python)(kernel)
+
+
+def test_decompose_puts_py_impl_back(session, monkeypatch):
+    original = torch._ops.OperatorBase.py_impl
+    _decomposed_code(Normed(), session.registry(None, None), True, monkeypatch)
+    assert torch._ops.OperatorBase.py_impl is original
