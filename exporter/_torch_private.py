@@ -64,6 +64,7 @@ except ImportError:  # pragma: no cover - depends on the installed torch
 try:  # pragma: no branch - what faster_tracing replaces, by name
     import onnx_ir
     import torch.fx._lazy_graph_module as _lazy_graph_module
+    import torch.fx.graph_module as _graph_module
     import torch.fx.traceback as _fx_traceback
     import torch.utils._traceback as _torch_traceback
     from torch.fx.experimental import symbolic_shapes as _symbolic_shapes
@@ -79,6 +80,8 @@ try:  # pragma: no branch - what faster_tracing replaces, by name
         hasattr(_type_promotion, "get_type_promotion_rule"),
         hasattr(getattr(_type_promotion, "_TypePromotionInterpreter", None), "run_node"),
         hasattr(_symbolic_shapes, "free_unbacked_symbols"),
+        hasattr(_graph_module, "_exec_with_source"),
+        hasattr(getattr(_graph_module, "_loader", None), "cache"),
     ))
 except ImportError:  # pragma: no cover - depends on the installed torch
     FASTER_TRACING = False
@@ -283,6 +286,9 @@ def faster_tracing() -> Iterator[None]:
       casts), and those keep their output type. Other nodes' values are the ones the trace
       recorded (``meta["val"]``), except values with data-dependent sizes, which a re-run
       gives new symbols and so still re-run.
+    * Graph modules that are compiled are often compiled again from the same code (torch
+      builds the unlifted module of a transformer and compiles the same 30 KB of Python
+      five times over): the code object is compiled once per source.
     """
     if not FASTER_TRACING:
         yield
@@ -299,6 +305,7 @@ def faster_tracing() -> Iterator[None]:
                                       _frames_without_lines))
         stack.enter_context(_replaced(_type_promotion._TypePromotionInterpreter, "run_node",
                                       _run_node_or_reuse_value))
+        stack.enter_context(_replaced(_graph_module, "_exec_with_source", _exec_compiled_once))
         yield
 
 
@@ -353,6 +360,24 @@ def _run_node_or_reuse_value(self: Any, node: torch.fx.Node) -> Any:
             and not _symbolic_shapes.free_unbacked_symbols(value)):
         return value
     return _run_node_rerunning(self, node)
+
+
+_COMPILED: dict[tuple[str, str], types.CodeType] = {}
+
+
+def _exec_compiled_once(source: str, namespace: dict[str, Any],
+                        co_fields: dict[str, Any] | None = None) -> None:
+    """torch.fx's ``_exec_with_source``: the source is registered for tracebacks as before;
+    its code object is reused when the same source was compiled before (it names the
+    earlier registration of the same text)."""
+    filename = _graph_module._loader.cache(source, namespace, co_fields)
+    key = (source, repr(sorted((co_fields or {}).items())))
+    code = _COMPILED.get(key)
+    if code is None:
+        if len(_COMPILED) >= 64:
+            _COMPILED.clear()
+        code = _COMPILED[key] = compile(source, filename, "exec", dont_inherit=True)
+    exec(code, namespace)  # torch's own generated code, run as torch runs it
 
 
 def unsupported_nodes(program: torch.export.ExportedProgram, registry: Any) -> list[torch.fx.Node]:

@@ -111,3 +111,13 @@ def test_faster_tracing_puts_everything_back():
     assert vars(onnx_ir.schemas.OpSignature)["from_op_schema"] is signature
     assert type_promotion._TypePromotionInterpreter.run_node is run_node
     assert torch_traceback._extract_symbolized_tb is frames
+
+
+def test_graph_modules_compiled_from_the_same_code_run_as_torchs():
+    model, args, _ = _encoder_layer()
+    with _torch_private.faster_tracing():
+        program = torch.export.export(model, args, strict=False)
+        first, second = program.module(), program.module()  # the second reuses the code
+        assert first.code == second.code
+        for module in (first, second):
+            torch.testing.assert_close(module(*args), model(*args))
