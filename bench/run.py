@@ -361,12 +361,15 @@ def main() -> None:
     parser.add_argument("--only", default=DEFAULT_SECTIONS)
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
+    # The re-check's ratios are the goals closest to their limit on a noisy shared VM: more
+    # samples (both sides, alternating as always) steady their medians.
+    recheck_repeats = 3 if args.quick else 11
     only = set(args.only.split(","))
     sections: list[tuple[str, list[str]]] = []
     started = time.perf_counter()
     if "recheck" in only:
         sections.append(("1. Warm re-check (goal ≤ 0.5) and 3. responsiveness (goal p95 ≤ 50 ms)",
-                         asyncio.run(bench_recheck(repeats))))
+                         asyncio.run(bench_recheck(recheck_repeats))))
     if "cold" in only:
         sections.append(("2. Cold start (goal ≤ 1.0)", asyncio.run(bench_cold(repeats))))
     if "big" in only:
