@@ -76,13 +76,13 @@ def _plain_array(tensor: ir.TensorProtocol) -> np.ndarray | None:
 def checkable(proto: onnx.ModelProto) -> onnx.ModelProto:
     """``proto`` with every external initializer turned into a graph input of its type and
     shape: what ``onnx.checker`` and shape inference read (the checker would look for the
-    external data as a file)."""
+    external data as a file). Callers must not change the result: it may be ``proto``."""
+    if not any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
+        return proto  # nothing apart (e.g. bfloat16 weights): no copy of the weights
     checked = onnx.ModelProto()
     checked.CopyFrom(proto)
     graph = checked.graph
     apart = [t for t in graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
-    if not apart:
-        return checked
     kept = [t for t in graph.initializer if t.data_location != onnx.TensorProto.EXTERNAL]
     del graph.initializer[:]
     graph.initializer.extend(kept)

@@ -18,7 +18,12 @@ from exporter.weights_apart import checkable
 
 def run(ctx: CheckContext) -> None:
     checked = checkable(ctx.model_proto)
-    model = checked.SerializeToString() if ctx.model_bytes is not None else checked
+    if ctx.model_bytes is None:  # past protobuf's limit: the checker takes the proto
+        model: onnx.ModelProto | bytes = checked
+    elif checked is ctx.model_proto:  # no weights apart: already serialized
+        model = ctx.model_bytes
+    else:
+        model = checked.SerializeToString()
     failed = False
     try:
         onnx.checker.check_model(model)

@@ -110,3 +110,9 @@ def test_without_data_every_initializer_is_apart():
     checked = checkable(split.proto)
     assert not checked.graph.initializer
     onnx.checker.check_model(checked)
+
+
+def test_checkable_returns_a_model_without_weights_apart_as_it_is(exported):
+    _, _, program = exported
+    whole = program.model_proto
+    assert checkable(whole) is whole
