@@ -17,10 +17,11 @@ import onnx
 import torch
 from torch.utils import _pytree
 
+from exporter.weights_apart import PROTOBUF_LIMIT
+
 if TYPE_CHECKING:
     import onnxruntime as ort
 
-_PROTOBUF_LIMIT = 2**31 - 1
 
 
 def create_session(model: onnx.ModelProto, serialized: bytes | None = None,
@@ -32,10 +33,11 @@ def create_session(model: onnx.ModelProto, serialized: bytes | None = None,
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only: failures are reported as diagnostics instead
     # ONNX Runtime reads these buffers in place: the session keeps them alive (below)
-    values = [ort.OrtValue.ortvalue_from_numpy(array) for array in (weights or {}).values()]
+    weights = weights or {}
+    values = [ort.OrtValue.ortvalue_from_numpy(array) for array in weights.values()]
     if values:
-        options.add_external_initializers(list(weights or {}), values)
-    if serialized is None and model.ByteSize() < _PROTOBUF_LIMIT:
+        options.add_external_initializers(list(weights), values)
+    if serialized is None and model.ByteSize() < PROTOBUF_LIMIT:
         serialized = model.SerializeToString()
     if serialized is not None:
         session = ort.InferenceSession(serialized, options, providers=["CPUExecutionProvider"])

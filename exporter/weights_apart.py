@@ -19,6 +19,8 @@ import onnx
 import onnx_ir as ir
 
 IN_MEMORY = "onnxlens-in-memory"
+# protobuf serializes at most 2 GB; weights that stay in the proto count towards it
+PROTOBUF_LIMIT = 2**31 - 1
 # Tensors below this size stay in the proto (onnx.save_model's default threshold): they are
 # the ones shape inference reads (shapes, axes, scalars), and moving them saves nothing.
 _INLINE_BELOW = 1024

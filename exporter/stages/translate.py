@@ -10,11 +10,9 @@ from exporter import _torch_private
 from exporter.context import CheckContext
 from exporter.onnx_nodes import op_histogram, value_infos
 from exporter.stages.base import StageFailed
-from exporter.weights_apart import split_weights
+from exporter.weights_apart import PROTOBUF_LIMIT, split_weights
 
 _FAILED_NODE = re.compile(r"Error when translating node %(\w+)")
-# protobuf serializes at most 2 GB (weights that stay in the proto count: see weights_apart)
-_PROTOBUF_LIMIT = 2**31 - 1
 
 
 def _op_name(target: Any) -> str:
@@ -146,5 +144,5 @@ def _finish(ctx: CheckContext) -> None:
             for v in model.graph.initializers.values()
         ) if not ctx.weightless else None,
     )
-    if proto.ByteSize() < _PROTOBUF_LIMIT:
+    if proto.ByteSize() < PROTOBUF_LIMIT:
         ctx.model_bytes = proto.SerializeToString()
