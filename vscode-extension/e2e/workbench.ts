@@ -71,10 +71,12 @@ export async function problems(page: Page): Promise<Problem[]> {
     await runCommand(page, "Problems: Focus on Problems View");
     await expect(panel).toBeVisible();
   }
-  const rows = panel.locator(".monaco-list-row");
+  // All rows' texts in one read: the list re-renders while a check publishes, and a row
+  // read one by one can be gone by the time it is read.
+  const texts = await panel.locator(".monaco-list-row").allInnerTexts();
   const found: Problem[] = [];
-  for (const row of await rows.all()) {
-    const text = (await row.innerText()).replace(/\s+/g, " ");
+  for (const raw of texts) {
+    const text = raw.replace(/\s+/g, " ");
     const match = /onnxlens\s*\(?(ONNX\d{3})\)?.*?\[Ln (\d+), Col \d+\]/.exec(text);
     if (match) {
       found.push({ rule: match[1], line: Number(match[2]), text });
