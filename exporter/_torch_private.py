@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from exporter import shortcuts
+
 TESTED_TORCH = ("2.13",)
 
 
@@ -28,18 +30,27 @@ def _version_ok() -> bool:
 
 
 try:  # pragma: no branch - the guard itself is tested
+    from torch.onnx._internal._lazy_import import onnxscript_apis
     from torch.onnx._internal.exporter import (
+        _capture_strategies,
+        _constants,
         _core,
         _dispatching,
         _dynamic_shapes,
+        _ir_passes,
         _registration,
         _verification,
     )
 
-    PRIVATE_API = _version_ok() and all(
-        hasattr(_core, name)
-        for name in ("_prepare_exported_program_for_export", "_exported_program_to_onnx_program")
-    )
+    PRIVATE_API = _version_ok() and all((
+        hasattr(_core, "_prepare_exported_program_for_export"),
+        hasattr(_core, "_exported_program_to_onnx_program"),
+        hasattr(_capture_strategies, "CAPTURE_STRATEGIES"),
+        hasattr(_constants, "TORCHLIB_OPSET"),
+        hasattr(_ir_passes, "rename_inputs"),
+        hasattr(onnxscript_apis, "convert_version"),
+        hasattr(onnxscript_apis, "optimize"),
+    ))
 except ImportError:  # pragma: no cover - depends on the installed torch
     PRIVATE_API = False
 
@@ -67,8 +78,6 @@ try:  # pragma: no branch - what faster_tracing replaces, by name
     import torch.fx.graph_module as _graph_module
     import torch.fx.traceback as _fx_traceback
     import torch.utils._traceback as _torch_traceback
-    from torch.fx.experimental import symbolic_shapes as _symbolic_shapes
-    from torch.onnx._internal.fx.passes import type_promotion as _type_promotion
 
     FASTER_TRACING = PRIVATE_API and all((
         getattr(_fx_traceback, "copy", None) is copy,
@@ -77,9 +86,6 @@ try:  # pragma: no branch - what faster_tracing replaces, by name
         hasattr(onnx_ir.schemas.OpSignature, "from_op_schema"),
         hasattr(onnx_ir._convenience, "_infer_attribute_type"),
         hasattr(_torch_traceback, "_extract_symbolized_tb"),
-        hasattr(_type_promotion, "get_type_promotion_rule"),
-        hasattr(getattr(_type_promotion, "_TypePromotionInterpreter", None), "run_node"),
-        hasattr(_symbolic_shapes, "free_unbacked_symbols"),
         hasattr(_graph_module, "_exec_with_source"),
         hasattr(getattr(_graph_module, "_loader", None), "cache"),
     ))
@@ -96,12 +102,10 @@ if CACHED_DECOMPOSITION:
     _split = _exported_program._split_decomp_table_to_cia_and_python_decomp
 
 
-def build_registry(opset: int | None = None) -> Any:
-    """The torchlib registry (≈1 s to build, so sessions keep it)."""
+def build_registry(opset: int) -> Any:
+    """The torchlib registry for ``opset`` (≈1 s to build, so sessions keep it)."""
     if not PRIVATE_API:
         return None
-    if opset is None:
-        return _registration.ONNXRegistry.from_torchlib()
     return _registration.ONNXRegistry.from_torchlib(opset_version=opset)
 
 
@@ -114,6 +118,73 @@ def registry_with(base: Any, table: dict[Callable, Callable]) -> Any:
     for torch_op, onnx_function in table.items():
         registry.register_op(torch_op, onnx_function, is_complex=False)
     return registry
+
+
+def default_opset() -> int:
+    """The opset ``torch.onnx.export`` produces when none is asked for."""
+    from torch.onnx import _constants as _public_constants
+
+    return int(_public_constants.ONNX_DEFAULT_OPSET)
+
+
+def registry_opset(opset: int) -> int:
+    """The opset torch.onnx.export builds its registry for: torchlib's own below it (the
+    model is converted down afterwards)."""
+    return max(opset, int(_constants.TORCHLIB_OPSET)) if PRIVATE_API else opset
+
+
+@dataclass(frozen=True)
+class CaptureAttempt:
+    """One capture strategy's outcome: ``program`` on success, else ``error``."""
+
+    strategy: str
+    program: torch.export.ExportedProgram | None
+    error: Exception | None
+
+
+_STRATEGY_NAMES = {"TorchExportNonStrictStrategy": "non-strict",
+                   "TorchExportStrictStrategy": "strict",
+                   "TorchExportDraftExportStrategy": "draft"}
+
+
+def capture(model: torch.nn.Module, args: tuple, kwargs: dict[str, Any],
+            dynamic_shapes: Any) -> list[CaptureAttempt]:
+    """torch.onnx.export's capture: its strategies in its order (non-strict torch.export,
+    then strict), each with the settings torch.onnx gives it, until one succeeds."""
+    attempts: list[CaptureAttempt] = []
+    if not PRIVATE_API:
+        for strict in (False, True):
+            try:
+                program = torch.export.export(model, args, kwargs,
+                                              dynamic_shapes=dynamic_shapes, strict=strict)
+            except Exception as error:
+                attempts.append(CaptureAttempt("strict" if strict else "non-strict", None, error))
+                continue
+            attempts.append(CaptureAttempt("strict" if strict else "non-strict", program, None))
+            break
+        return attempts
+    for strategy_class in _capture_strategies.CAPTURE_STRATEGIES:
+        result = strategy_class(verbose=False)(model, args, kwargs,
+                                               dynamic_shapes=dynamic_shapes)
+        name = _STRATEGY_NAMES.get(strategy_class.__name__, strategy_class.__name__)
+        if result.exported_program is not None:
+            attempts.append(CaptureAttempt(name, result.exported_program, None))
+            break
+        attempts.append(CaptureAttempt(name, None, result.exception))
+    return attempts
+
+
+def finish_model(onnx_program: Any, opset: int, *, optimize: bool,
+                 input_names: list[str] | None, output_names: list[str] | None) -> None:
+    """What torch.onnx.export does to the translated model, in its order: convert it to the
+    requested opset, optimize it (its default), rename inputs and outputs."""
+    onnx_program.model = onnxscript_apis.convert_version(onnx_program.model, opset)
+    if optimize:
+        onnx_program.optimize()
+    if input_names:
+        _ir_passes.rename_inputs(onnx_program.model, [str(name) for name in input_names])
+    if output_names:
+        _ir_passes.rename_outputs(onnx_program.model, [str(name) for name in output_names])
 
 
 def dynamic_shapes_for_export(dynamic_shapes: Any) -> Any:
@@ -156,8 +227,13 @@ def decompose(program: torch.export.ExportedProgram, registry: Any) -> torch.exp
     dispatcher's CIA registrations changed (a user module can register custom ops), and the
     table and its split are reused while nothing they are computed from changed. Same result;
     torch's own code does the decomposition (a test compares the graphs)."""
-    if not CACHED_DECOMPOSITION:
-        return _core._prepare_exported_program_for_export(program, registry=registry)
+    cached = CACHED_DECOMPOSITION and shortcuts.enabled("cached-decomposition")
+    short_py_impl = CACHED_DECOMPOSITION and shortcuts.enabled("short-py-impl")
+    if not cached:
+        with ExitStack() as stack:
+            if short_py_impl:
+                stack.enter_context(_short_py_impl())
+            return _core._prepare_exported_program_for_export(program, registry=registry)
     cia_ops = _valid_cia_ops()
     chosen: list[_Decomposition] = []
 
@@ -177,13 +253,20 @@ def decompose(program: torch.export.ExportedProgram, registry: Any) -> torch.exp
         stack.enter_context(_replaced(_decomp, "create_onnx_friendly_decomposition_table", table))
         stack.enter_context(_replaced(_exported_program,
                                       "_split_decomp_table_to_cia_and_python_decomp", split))
-        # Overriding the CIA kernels registers ≈11,000 Python kernels by dispatch key per
-        # decomposition through `py_impl`, which evaluates `Callable[_P, _T]` annotations
-        # three times per call and checks for classes and transforms first. Dispatch keys
-        # take the short way; other `py_impl` calls find typing's cached aliases.
-        stack.enter_context(_replaced(torch._ops, "Callable", typing.Callable))
-        stack.enter_context(_replaced(torch._ops.OperatorBase, "py_impl", _py_impl))
+        if short_py_impl:
+            stack.enter_context(_short_py_impl())
         return _core._prepare_exported_program_for_export(program, registry=registry)
+
+
+@contextmanager
+def _short_py_impl() -> Iterator[None]:
+    """Overriding the CIA kernels registers ≈11,000 Python kernels by dispatch key per
+    decomposition through `py_impl`, which evaluates `Callable[_P, _T]` annotations three
+    times per call and checks for classes and transforms first. Dispatch keys take the short
+    way; other `py_impl` calls find typing's cached aliases."""
+    with _replaced(torch._ops, "Callable", typing.Callable), \
+            _replaced(torch._ops.OperatorBase, "py_impl", _py_impl):
+        yield
 
 
 def _py_impl(self: Any, key: Any) -> Callable[[Callable], Callable]:
@@ -260,52 +343,61 @@ def _replaced(module: Any, name: str, replacement: Any) -> Iterator[None]:
 
 
 @contextmanager
-def faster_tracing() -> Iterator[None]:
+def faster_tracing(*, capturing: bool = False) -> Iterator[None]:
     """Capture, decompose and translate the same graphs with less bookkeeping (≈15 % of a
-    check of a transformer; a test compares the results with and without):
+    check of a transformer; each patch has its own off switch in ``exporter.shortcuts``, and
+    tests compare the results with and without):
 
-    * Provenance: every node torch creates while re-tracing records where it came from
-      (``meta["from_node"]``) as a *deep copy* of its source node's whole history, so each
-      pass copies longer chains. The records are never changed after they are made (they
-      cache their own dict form), so sharing them keeps the same content.
-    * Graph modules built by tracing compile their Python code only when something runs or
-      reads it (torch's ``_LazyGraphModule``, what ``torch.compile`` uses): several
-      intermediate modules are never run.
-    * torch's ONNX builder converts an operator's ONNX schema into a signature on every call
-      (708 times for a 6-layer transformer); onnxscript itself computes it once per
-      operator, as done here.
-    * onnx_ir finds an attribute's type by checking it against three runtime Protocols
-      (slow ``isinstance`` calls) before it looks at lists; plain lists and tuples of ints,
-      floats or strings are answered first (a list is none of those Protocols).
-    * Each traced node records the Python stack it was created from: torch builds a frame
-      summary of every frame (≈65 per node) and reads each frame's source line, then keeps
-      the few frames from ``forward`` on. The lines are read when the kept frames are
-      formatted instead (Python's own lazy ``FrameSummary``): the same text.
-    * torch.onnx's type promotion pass re-runs every node on fake tensors to know its
-      arguments' types; it changes only nodes that have a promotion rule (and their new
-      casts), and those keep their output type. Other nodes' values are the ones the trace
-      recorded (``meta["val"]``), except values with data-dependent sizes, which a re-run
-      gives new symbols and so still re-run.
-    * Graph modules that are compiled are often compiled again from the same code (torch
-      builds the unlifted module of a transformer and compiles the same 30 KB of Python
-      five times over): the code object is compiled once per source.
+    * ``shared-provenance``: every node torch creates while re-tracing records where it came
+      from (``meta["from_node"]``) as a *deep copy* of its source node's whole history, so
+      each pass copies longer chains. The records are never changed after they are made
+      (they cache their own dict form), so sharing them keeps the same content.
+    * ``lazy-graph-modules``: graph modules built by tracing compile their Python code only
+      when something runs or reads it (torch's ``_LazyGraphModule``, what ``torch.compile``
+      uses): several intermediate modules are never run. Not while ``capturing``: strict
+      capture (dynamo) reads ``_in_spec`` of a module that a lazy one has not set yet, and
+      fails where torch.onnx.export succeeds.
+    * ``onnx-signatures-once``: torch's ONNX builder converts an operator's ONNX schema into
+      a signature on every call (708 times for a 6-layer transformer); onnxscript itself
+      computes it once per operator, as done here.
+    * ``plain-list-attributes``: onnx_ir finds an attribute's type by checking it against
+      three runtime Protocols (slow ``isinstance`` calls) before it looks at lists; plain
+      lists and tuples of ints, floats or strings are answered first (a list is none of
+      those Protocols).
+    * ``lazy-frame-lines``: each traced node records the Python stack it was created from:
+      torch builds a frame summary of every frame (≈65 per node) and reads each frame's
+      source line, then keeps the few frames from ``forward`` on. The lines are read when
+      the kept frames are formatted instead (Python's own lazy ``FrameSummary``): the same
+      text.
+    * ``compiled-code-once``: graph modules that are compiled are often compiled again from
+      the same code (torch builds the unlifted module of a transformer and compiles the
+      same 30 KB of Python five times over): the code object is compiled once per source.
+
+    torch.onnx's type promotion pass is left as it is: a shortcut that reused traced values
+    instead of re-running nodes hid failures the pass raises (a Swin model's view of a
+    non-contiguous tensor, issue "truth" in the tracker).
     """
     if not FASTER_TRACING:
         yield
         return
-    sharing = types.SimpleNamespace(deepcopy=list, copy=copy.copy)
     with ExitStack() as stack:
-        stack.enter_context(_replaced(_fx_traceback, "copy", sharing))
-        stack.enter_context(_lazy_graph_module._use_lazy_graph_module(True))
-        stack.enter_context(_replaced(onnx_ir.schemas.OpSignature, "from_op_schema",
-                                      _signature_once))
-        stack.enter_context(_replaced(_onnx_ir_convenience, "_infer_attribute_type",
-                                      _attribute_type))
-        stack.enter_context(_replaced(_torch_traceback, "_extract_symbolized_tb",
-                                      _frames_without_lines))
-        stack.enter_context(_replaced(_type_promotion._TypePromotionInterpreter, "run_node",
-                                      _run_node_or_reuse_value))
-        stack.enter_context(_replaced(_graph_module, "_exec_with_source", _exec_compiled_once))
+        if shortcuts.enabled("shared-provenance"):
+            sharing = types.SimpleNamespace(deepcopy=list, copy=copy.copy)
+            stack.enter_context(_replaced(_fx_traceback, "copy", sharing))
+        if shortcuts.enabled("lazy-graph-modules") and not capturing:
+            stack.enter_context(_lazy_graph_module._use_lazy_graph_module(True))
+        if shortcuts.enabled("onnx-signatures-once"):
+            stack.enter_context(_replaced(onnx_ir.schemas.OpSignature, "from_op_schema",
+                                          _signature_once))
+        if shortcuts.enabled("plain-list-attributes"):
+            stack.enter_context(_replaced(_onnx_ir_convenience, "_infer_attribute_type",
+                                          _attribute_type))
+        if shortcuts.enabled("lazy-frame-lines"):
+            stack.enter_context(_replaced(_torch_traceback, "_extract_symbolized_tb",
+                                          _frames_without_lines))
+        if shortcuts.enabled("compiled-code-once"):
+            stack.enter_context(_replaced(_graph_module, "_exec_with_source",
+                                          _exec_compiled_once))
         yield
 
 
@@ -314,7 +406,6 @@ if FASTER_TRACING:
     from onnx_ir import _convenience as _onnx_ir_convenience
 
     _from_op_schema = onnx_ir.schemas.OpSignature.from_op_schema
-    _run_node_rerunning = _type_promotion._TypePromotionInterpreter.run_node
     _infer_attribute_type = _onnx_ir_convenience._infer_attribute_type
     _LIST_TYPES = ((int, onnx_ir.AttributeType.INTS), (float, onnx_ir.AttributeType.FLOATS),
                    (str, onnx_ir.AttributeType.STRINGS))
@@ -349,17 +440,6 @@ def _frames_without_lines(frames: list[dict[str, Any]], skip: int) -> traceback.
         stack.append(traceback.FrameSummary(frame["filename"], frame["line"], frame["name"],
                                             lookup_line=False))
     return stack
-
-
-def _run_node_or_reuse_value(self: Any, node: torch.fx.Node) -> Any:
-    """The type promotion interpreter's ``run_node``, reusing the traced value of a node it
-    would neither change nor learn anything new from."""
-    if (node.op == "call_function"
-            and _type_promotion.get_type_promotion_rule(node, self.type_promotion_table) is None
-            and (value := node.meta.get("val")) is not None
-            and not _symbolic_shapes.free_unbacked_symbols(value)):
-        return value
-    return _run_node_rerunning(self, node)
 
 
 _COMPILED: dict[tuple[str, str], types.CodeType] = {}

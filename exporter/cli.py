@@ -226,9 +226,11 @@ def _resolve_target(spec: str, root_option: Path | None) -> tuple[Path, str, Pat
     return path.resolve(), name, (root_option or find_root(path)).resolve()
 
 
-def _prepare(spec: str, root_option: Path | None) -> tuple[Any, Any, Any]:
+def _prepare(spec: str, root_option: Path | None,
+             optimize: bool = True) -> tuple[Any, Any, Any]:
     path, name, root = _resolve_target(spec, root_option)
     session = _session(load_config(root))
+    session.settings.optimize = optimize
     found = session.discover(path)
     target = next((t for t in found.targets if t.name == name), None)
     if target is None:
@@ -248,7 +250,9 @@ def _print_errors(result: Any) -> None:
 def _save(args: argparse.Namespace) -> int:
     from exporter.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, UnsafePathError, save_model
 
-    _, context, result = _prepare(args.target, args.root)
+    # The check runs onnxscript's optimizer as torch.onnx.export does (unless --no-optimize):
+    # what is saved is the model that was checked.
+    _, context, result = _prepare(args.target, args.root, optimize=not args.no_optimize)
     if context.onnx_program is None or context.weightless:
         _print_errors(result)
         reason = ('weights="none" models have no weights to save' if context.weightless
@@ -257,8 +261,6 @@ def _save(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_ERRORS
     program = context.onnx_program
-    if not args.no_optimize:
-        program.optimize()
     threshold = args.external_data_threshold or DEFAULT_EXTERNAL_DATA_THRESHOLD
     try:
         written = save_model(program.model_proto, args.output, threshold)

@@ -23,6 +23,9 @@ class Settings:
     atol: float | None = None
     rtol: float | None = None
     timeout: float | None = None  # seconds per target; None: no limit
+    # Check (and save) the model onnxscript's optimizer made, as torch.onnx.export does by
+    # default; `onnxlens save --no-optimize` checks and saves the model as translated.
+    optimize: bool = True
 
 
 @dataclass
@@ -63,7 +66,7 @@ class CheckContext:
         return self.options.get(key, default)
 
     def map_frames(self, frames: list[Frame], hint: str | None = None) -> Mapped | None:
-        return map_frames(frames, self.workspace, hint=hint)
+        return map_frames(frames, self.workspace, hint=hint, fallback=self.fallback_location())
 
     def map_stack_trace(self, stack_trace: str | None, hint: str | None = None) -> Mapped | None:
         return self.map_frames(parse_stack_trace(stack_trace), hint)
@@ -90,6 +93,8 @@ class CheckContext:
         """Record a diagnostic; with no user location it lands on the target's name."""
         if isinstance(where, Mapped):
             location, chain = where.location, where.related
+            if where.library_note:
+                message = f"{message} ({where.library_note})"
         else:
             location, chain = where or self.fallback_location(), ()
         chain = chain + related

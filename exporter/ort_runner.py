@@ -72,6 +72,8 @@ def flat_outputs(outputs: Any) -> list[Any]:
 def to_numpy(value: Any) -> np.ndarray:
     if isinstance(value, torch.Tensor):
         tensor = value.detach().cpu()
+        if tensor.layout != torch.strided:  # sparse: ONNX takes the dense values
+            tensor = tensor.to_dense()
         if tensor.dtype == torch.bfloat16:
             tensor = tensor.float()
         return tensor.numpy()

@@ -114,7 +114,8 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
     started = time.perf_counter()
     state, reason = StageState.PASSED, ""
     try:
-        with _quiet(), _torch_private.faster_tracing() if stage.traces else nullcontext():
+        with _quiet(), (_torch_private.faster_tracing(capturing=stage.name == "capture")
+                        if stage.traces else nullcontext()):
             stage.run(ctx)
     except StageFailed:
         state = StageState.FAILED

@@ -107,6 +107,13 @@ _RULES = [
          "A translation function exists but raised while building ONNX nodes.",
          "If the translation is yours (`custom_translation_table`), fix it; otherwise "
          "rewrite the marked expression."),
+    Rule("ONNX203", "opset-not-reached", "translate", _W,
+         "The model does not use the requested opset.",
+         "torch.onnx.export translates at torchlib's opset and converts the model to the "
+         "requested one; where the conversion is not possible it keeps another opset and only "
+         "logs it. The saved model then uses the opset this warning names.",
+         "Ask for an opset the converter supports (18 to 23 with the pinned toolchain), or "
+         "leave `opset` out to get torch.onnx.export's default."),
     Rule("ONNX301", "onnx-checker-failed", "validate", _E,
          "The ONNX model is invalid.",
          "`onnx.checker.check_model` rejected a node built for the marked line.",

@@ -10,6 +10,7 @@ import torch
 
 from exporter import ort_runner
 from exporter.context import CheckContext
+from exporter.example_inputs import fresh_copy
 from exporter.result import TargetResult
 from exporter.stages.numerics import differences, tolerances
 
@@ -29,7 +30,7 @@ def build_run_report(ctx: CheckContext, result: TargetResult, model_path: Path |
     else:
         failed = [s.name for s in result.stages if s.state.value == "failed"]
         raise RuntimeError(f"the export failed ({', '.join(failed) or 'no model'})")
-    inputs = ort_runner.flat_inputs(ctx.args, ctx.kwargs)
+    inputs = ort_runner.flat_inputs(*fresh_copy(ctx.args, ctx.kwargs))
     outputs = ort_runner.run(session, inputs)
     expected = [ort_runner.to_numpy(t) for t in ort_runner.flat_outputs(ctx.eager_outputs)
                 if isinstance(t, torch.Tensor)]

@@ -44,7 +44,7 @@ class ExportSession:
 
         self._private = _torch_private
         self.settings = settings or Settings()
-        self._registries: dict[int | None, Any] = {}
+        self._registries: dict[int, Any] = {}
 
     def warm_up(self) -> None:
         """Build the default registry before the first check asks for it, then freeze what
@@ -55,6 +55,10 @@ class ExportSession:
         gc.freeze()
 
     def registry(self, opset: int | None, table: dict[Callable, Callable] | None) -> Any:
+        """The registry torch.onnx.export builds for a model of ``opset`` (None: its
+        default), with ``table`` registered on top."""
+        private = self._private
+        opset = private.registry_opset(opset if opset is not None else private.default_opset())
         if opset not in self._registries:
             self._registries[opset] = self._private.build_registry(opset)
         base = self._registries[opset]

@@ -102,15 +102,35 @@ def is_user_frame(path: Path, workspace: Path) -> bool:
 class Mapped:
     location: Location
     related: tuple[Related, ...]
+    # Where in a third-party library (e.g. transformers' modeling code) the problem is, for
+    # the message: "in transformers/models/swin/modeling_swin.py:227, `window_partition`".
+    library_note: str = ""
 
 
 def map_frames(
-    frames: Iterable[Frame], workspace: Path, *, hint: str | None = None
+    frames: Iterable[Frame], workspace: Path, *, hint: str | None = None,
+    fallback: Location | None = None,
 ) -> Mapped | None:
-    """Primary location = innermost user frame; related = the outer user frames."""
-    user = [frame for frame in frames if is_user_frame(frame.path, workspace)]
-    if not user:
-        return None
+    """Primary location = innermost user frame; related = the outer user frames, then the
+    third-party library frames below it (innermost first). With no user frame but library
+    frames, the primary location is ``fallback`` (the target: the user's call site)."""
+    frames = list(frames)
+    user_indices = [i for i, frame in enumerate(frames) if is_user_frame(frame.path, workspace)]
+    below = frames[user_indices[-1] + 1:] if user_indices else frames
+    library = [frame for frame in below if _third_party(frame.path) is not None]
+    library_related = tuple(
+        Related(Location(frame.path, whole_line_range(frame.path, frame.line)),
+                f"in `{frame.function}` ({_third_party(frame.path)}:{frame.line})")
+        for frame in reversed(library))
+    note = ""
+    if library:
+        inner = library[-1]
+        note = f"in {_third_party(inner.path)}:{inner.line}, `{inner.function}`"
+    if not user_indices:
+        if not library or fallback is None:
+            return None
+        return Mapped(fallback, library_related, note)
+    user = [frames[i] for i in user_indices]
     innermost = user[-1]
     location = Location(innermost.path, frame_range(innermost, hint))
     related = tuple(
@@ -118,7 +138,19 @@ def map_frames(
                 f"called from `{frame.function}`" if frame.function else "called from here")
         for frame in reversed(user[:-1])
     )
-    return Mapped(location, related)
+    return Mapped(location, library_related + related, note)
+
+
+def _third_party(path: Path) -> str | None:
+    """``transformers/models/x/modeling_x.py`` for a file of an installed package that is not
+    the export toolchain or onnxlens; None for anything else."""
+    parts = path.parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            inside = parts[parts.index(marker) + 1:]
+            if inside and inside[0] not in _TOOLCHAIN_PACKAGES | {"exporter", "lsp_server"}:
+                return "/".join(inside)
+    return None
 
 
 def frame_range(frame: Frame, hint: str | None) -> Range:

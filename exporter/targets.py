@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -57,6 +57,11 @@ class Target:
     exportable_module: bool = False
     pragma: Range | None = None
     options: dict[str, PragmaOption] = field(default_factory=dict)
+    # The first line of the definition (its first decorator), and the line of a later
+    # top-level statement that binds the same name, if any: the module then holds that
+    # later object under the name, not this definition.
+    first_line: int = 0
+    rebound_at: int | None = None
 
     def literal(self, key: str, default: object = None) -> object:
         option = self.options.get(key)
@@ -142,7 +147,33 @@ def discover(path: Path, source: str) -> Discovery:
                 target="",
             ))
     _report_duplicate_names(targets, diagnostics)
+    bindings = _top_level_bindings(tree)
+    targets = [replace(target, rebound_at=next(
+        (line for line in bindings.get(target.symbol, []) if line > target.definition.start.line),
+        None)) for target in targets]
     return Discovery(targets, diagnostics)
+
+
+def _top_level_bindings(tree: ast.Module) -> dict[str, list[int]]:
+    """The lines where each name is bound by a top-level statement."""
+    bound: dict[str, list[int]] = {}
+
+    def add(name: str, line: int) -> None:
+        bound.setdefault(name, []).append(line)
+
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            add(node.name, node.lineno)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        add(name.id, node.lineno)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                add((alias.asname or alias.name).split(".")[0], node.lineno)
+    return bound
 
 
 def _syntax_error_diagnostic(path: Path, lines: list[str], error: SyntaxError) -> Diagnostic:
@@ -229,6 +260,7 @@ def _build_target(
         exportable_module=exportable,
         pragma=pragma.whole_range() if pragma else None,
         options=options,
+        first_line=min([node.lineno] + [d.lineno for d in node.decorator_list]),
     )
     return target, []
 

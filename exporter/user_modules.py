@@ -7,12 +7,15 @@ removed again, so the next check sees edited files afresh.
 
 from __future__ import annotations
 
+import builtins
 import importlib.util
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from exporter.source_map import is_library_path
 from exporter.sourcetext import overlay
@@ -67,8 +70,44 @@ def isolated_import_path(path: Path, workspace: Path) -> Iterator[None]:
                 sys.modules.pop(name, None)
 
 
-def import_file(path: Path, workspace: Path) -> ModuleType:
+@dataclass
+class ImportedFile:
+    """The module, and every class its top level built, by (name, first line): a class whose
+    name a later statement rebinds is no longer reachable through the module."""
+
+    module: ModuleType
+    classes: dict[tuple[str, int], type] = field(default_factory=dict)
+
+
+def import_file(path: Path, workspace: Path) -> ImportedFile:
     """Execute ``path`` as a module (inside :func:`isolated_import_path`)."""
+    classes: dict[tuple[str, int], type] = {}
+    with _classes_built_in(path, classes):
+        module = _import(path, workspace)
+    return ImportedFile(module, classes)
+
+
+@contextmanager
+def _classes_built_in(path: Path, found: dict[tuple[str, int], type]) -> Iterator[None]:
+    """Record the classes that code of ``path`` builds while the block runs."""
+    build_class = builtins.__build_class__
+    filename = str(path)
+
+    def recording(body: Any, name: str, *bases: Any, **keywords: Any) -> Any:
+        built = build_class(body, name, *bases, **keywords)
+        code = getattr(body, "__code__", None)
+        if code is not None and code.co_filename == filename:
+            found[(name, code.co_firstlineno)] = built
+        return built
+
+    builtins.__build_class__ = recording
+    try:
+        yield
+    finally:
+        builtins.__build_class__ = build_class
+
+
+def _import(path: Path, workspace: Path) -> ModuleType:
     name = _module_name(path, workspace)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

@@ -41,7 +41,10 @@ def split_weights(model: ir.Model, *, with_data: bool = True) -> SplitModel:
     weights: dict[str, np.ndarray] = {}
     for value in model.graph.initializers.values():
         tensor = value.const_value
-        if tensor is None:
+        # An initializer no node reads stays as it is: ONNX Runtime drops it before it
+        # would take its data from memory, and then fails to find it (a model translated
+        # without conversion or optimization keeps a tied weight's second name unused).
+        if tensor is None or not (value.uses() or value.is_graph_output()):
             continue
         if with_data:
             if tensor.nbytes < _INLINE_BELOW:

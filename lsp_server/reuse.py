@@ -19,6 +19,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from exporter import shortcuts
 from exporter.source_map import is_library_path
 
 # The operating system's files: read by the toolchain (e.g. /etc/os-release), never by models.
@@ -109,6 +110,8 @@ class ResultCache:
         self.checked = 0
 
     def get(self, request: dict[str, Any], worker: str) -> dict[str, Any] | None:
+        if not shortcuts.enabled("result-reuse"):
+            return None
         key = _key(request, worker)
         answer = self.entries.get(key)
         if answer is None:

@@ -52,7 +52,6 @@ def _save(context: Any, result: CheckResult, request: dict[str, Any]) -> dict[st
         return {"saved": False, "diagnostics": errors,
                 "error": 'weights="none" models have no weights to save' if context.weightless
                 else "the export failed; the file was not written"}
-    context.onnx_program.optimize()
     threshold = request.get("threshold") or DEFAULT_EXTERNAL_DATA_THRESHOLD
     written = save_model(context.onnx_program.model_proto, Path(request["output"]), threshold)
     return {"saved": True, "written": [str(p) for p in written], "diagnostics": errors}

@@ -120,9 +120,10 @@ class Worker:
 
         example = (torch.zeros(2, 4), {"bias": torch.zeros(2, 4)})
         batch = torch.export.Dim("batch")
-        with _torch_private.faster_tracing():
+        with _torch_private.faster_tracing(capturing=True):
             program = torch.export.export(Warm().eval(), example, strict=False,
                                           dynamic_shapes=({0: batch}, {"bias": {0: batch}}))
+        with _torch_private.faster_tracing():
             registry = self.session.registry(None, None)
             if registry is not None:
                 _torch_private.translate(_torch_private.decompose(program, registry), registry)

@@ -1,5 +1,6 @@
-"""Stage 2: capture with ``torch.export`` (non-strict); on failure, a draft export finds every
-capture problem at once, and its graph (unsound where it guessed) feeds the later stages."""
+"""Stage 2: capture as ``torch.onnx.export`` does (its strategies: non-strict ``torch.export``,
+then strict); when every one fails, a draft export finds every capture problem at once, and
+its graph (unsound where it guessed) feeds the later stages."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import torch
 from exporter import _torch_private
 from exporter.context import CheckContext
 from exporter.diagnostics import Diagnostic, Location
+from exporter.example_inputs import fresh_copy
 from exporter.source_map import Frame, exception_frames
 from exporter.sourcetext import node_range, source_lines
 from exporter.stages.base import StageFailed
@@ -30,22 +32,26 @@ _EXCEPTION_RULES: list[tuple[str, re.Pattern[str]]] = [
 
 def run(ctx: CheckContext) -> None:
     dynamic_shapes = _torch_private.dynamic_shapes_for_export(ctx.dynamic_shapes)
-    try:
-        ctx.exported_program = torch.export.export(
-            ctx.model, ctx.args, ctx.kwargs, dynamic_shapes=dynamic_shapes, strict=False
-        )
+    attempts = _torch_private.capture(ctx.model, *fresh_copy(ctx.args, ctx.kwargs),
+                                      dynamic_shapes)
+    captured = next((a for a in attempts if a.program is not None), None)
+    if captured is not None:
+        ctx.exported_program = captured.program
+        ctx.summary["capture_strategy"] = captured.strategy
+        ctx.draft_only = captured.strategy == "draft"
         return
-    except Exception as error:
-        strict_error = error
-
-    draft, draft_error = _draft_export(ctx, dynamic_shapes)
+    # Every strategy torch.onnx.export tries failed: the export fails here. A draft export
+    # finds every capture problem at once; torch.onnx reports the first strategy's error.
+    first_error = next(a.error for a in attempts if a.error is not None)
+    draft, _ = _draft_export(ctx, dynamic_shapes)
     found = _report_draft_failures(ctx, draft) if draft is not None else []
     if not found:
-        _report_exception(ctx, strict_error if draft_error is None else draft_error)
+        _report_exception(ctx, first_error)
     if draft is None or not found:
-        raise StageFailed from strict_error
+        raise StageFailed from first_error
     ctx.exported_program = draft
     ctx.draft_only = True
+    ctx.summary["capture_strategy"] = "draft"
     for diagnostic in found:
         ctx.report(
             "ONNX106",
@@ -56,9 +62,10 @@ def run(ctx: CheckContext) -> None:
 
 
 def _draft_export(ctx: CheckContext, dynamic_shapes: Any) -> tuple[Any, Exception | None]:
+    args, kwargs = fresh_copy(ctx.args, ctx.kwargs)
     try:
         program = torch.export.draft_export(
-            ctx.model, ctx.args, ctx.kwargs, dynamic_shapes=dynamic_shapes, strict=False
+            ctx.model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False
         )
     except Exception as error:
         return None, error

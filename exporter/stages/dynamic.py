@@ -1,6 +1,7 @@
 """Stage 7: when dynamic dimensions are declared, run PyTorch and ONNX Runtime again at another
 size. A declared dimension that became static, or a failure or wrong result at the other size,
-is reported where it happened."""
+is reported where it happened. The inputs at the other size repeat the example's own values
+(``example_inputs.resized``), so they stay valid for the model."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 
 from exporter import _torch_private, ort_runner
 from exporter.context import CheckContext
+from exporter.example_inputs import fresh_copy, resized
 from exporter.source_map import exception_frames
 from exporter.stages.base import StageSkipped
 from exporter.stages.numerics import compare_outputs
@@ -30,10 +32,12 @@ def run(ctx: CheckContext) -> None:
     _report_static_dims(ctx, declared)
     sizes = _other_sizes(inputs, declared)
     new_args, new_kwargs = _resized_inputs(ctx.args, ctx.kwargs, declared, sizes)
-    situation = " at another size (" + ", ".join(f"{n}={s}" for n, s in sizes.items()) + ")"
+    situation = (" at another size (" + ", ".join(f"{n}={s}" for n, s in sizes.items())
+                 + "; the example inputs repeated along those axes)")
+    eager_args, eager_kwargs = fresh_copy(new_args, new_kwargs)
     try:
         with torch.no_grad():
-            eager = ctx.model(*new_args, **new_kwargs)
+            eager = ctx.model(*eager_args, **eager_kwargs)
     except Exception as error:
         reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         if any(d.rule == "ONNX102" for d in ctx.diagnostics):
@@ -42,7 +46,8 @@ def run(ctx: CheckContext) -> None:
                    ctx.map_frames(exception_frames(error)))
         return
     try:
-        outputs = ort_runner.run(ctx.ort_session, ort_runner.flat_inputs(new_args, new_kwargs))
+        outputs = ort_runner.run(ctx.ort_session,
+                                 ort_runner.flat_inputs(*fresh_copy(new_args, new_kwargs)))
     except Exception as error:
         specialized = [d.location for d in ctx.diagnostics if d.rule == "ONNX102"]
         report_at_node(ctx, "ONNX403", f"ONNX Runtime fails{situation}", str(error),
@@ -81,8 +86,9 @@ def _locate_specialization(ctx: CheckContext, headline: str) -> bool:
     from exporter.stages.capture import report_guard
 
     strict_spec = _strictly_dynamic(ctx.model, ctx.args, ctx.kwargs, ctx.dynamic_shapes)
+    args, kwargs = fresh_copy(ctx.args, ctx.kwargs)
     try:
-        program = torch.export.draft_export(ctx.model, ctx.args, ctx.kwargs,
+        program = torch.export.draft_export(ctx.model, args, kwargs,
                                             dynamic_shapes=strict_spec, strict=False)
     except Exception:
         logging.getLogger(__name__).debug("re-capture failed", exc_info=True)
@@ -179,7 +185,7 @@ def _resized_inputs(args: tuple, kwargs: dict[str, Any], declared: DeclaredDims,
         for axis, name in axes.items():
             if axis < len(shape):
                 shape[axis] = sizes[name]
-        replacements[id(original)] = _like(original, shape)
+        replacements[id(original)] = resized(original, shape)
 
     def swap(value: Any) -> Any:
         return replacements.get(id(value), value)
@@ -188,14 +194,3 @@ def _resized_inputs(args: tuple, kwargs: dict[str, Any], declared: DeclaredDims,
 
     new_args, new_kwargs = _pytree.tree_map(swap, (args, kwargs))
     return tuple(new_args), dict(new_kwargs)
-
-
-def _like(tensor: torch.Tensor, shape: list[int]) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(0)
-    if tensor.dtype.is_floating_point:
-        return torch.randn(shape, generator=generator).to(tensor.dtype)
-    if tensor.dtype == torch.bool:
-        return torch.rand(shape, generator=generator) > 0.5
-    high = int(tensor.max().item()) + 1 if tensor.numel() else 2
-    low = min(int(tensor.min().item()), 0) if tensor.numel() else 0
-    return torch.randint(low, max(high, low + 1), shape, generator=generator, dtype=tensor.dtype)

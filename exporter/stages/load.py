@@ -10,9 +10,10 @@ import torch
 
 from exporter.context import CheckContext
 from exporter.diagnostics import Location, Range
+from exporter.example_inputs import fresh_copy
 from exporter.source_map import exception_frames
 from exporter.stages.base import StageFailed
-from exporter.user_modules import import_file
+from exporter.user_modules import ImportedFile, import_file
 
 EVALUATED_KEYS = ("args", "kwargs", "dynamic_shapes", "init", "input_names", "output_names",
                   "opset", "atol", "rtol", "custom_translation_table")
@@ -25,15 +26,15 @@ def _describe(error: BaseException) -> str:
 
 
 def run(ctx: CheckContext) -> None:
-    _import(ctx)
+    imported = _import(ctx)
     _evaluate_options(ctx)
-    _build(ctx)
+    _build(ctx, _definition(ctx, imported))
     _eager_forward(ctx)
 
 
-def _import(ctx: CheckContext) -> None:
+def _import(ctx: CheckContext) -> ImportedFile:
     try:
-        ctx.module = import_file(ctx.target.path, ctx.workspace)
+        imported = import_file(ctx.target.path, ctx.workspace)
     except SyntaxError as error:
         ctx.report("ONNX002", f"Importing the module failed: {_describe(error)}",
                    _syntax_location(ctx, error))
@@ -42,6 +43,31 @@ def _import(ctx: CheckContext) -> None:
         ctx.report("ONNX002", f"Importing the module failed: {_describe(error)}",
                    ctx.map_frames(exception_frames(error)))
         raise StageFailed from error
+    ctx.module = imported.module
+    return imported
+
+
+def _definition(ctx: CheckContext, imported: ImportedFile) -> Any:
+    """The class or function the target's own definition made. The module holds a later
+    binding of the same name instead when one follows (two top-level ``class A``): then the
+    class built at the target's lines is taken; a rebound function cannot be reached."""
+    target = ctx.target
+    if target.rebound_at is None:
+        factory = getattr(ctx.module, target.symbol, None)
+        if factory is None:
+            ctx.report("ONNX003", f"`{target.symbol}` is not defined after importing the module.")
+            raise StageFailed
+        return factory
+    if target.kind == "class":
+        built = [cls for (name, line), cls in imported.classes.items()
+                 if name == target.symbol
+                 and target.first_line <= line <= target.definition.start.line]
+        if built:
+            return built[-1]
+    ctx.report("ONNX001", f"`{target.symbol}` is bound again at line {target.rebound_at}, so "
+               "after the import the name no longer refers to this definition and it cannot "
+               "be checked; give one of them another name.")
+    raise StageFailed
 
 
 def _syntax_location(ctx: CheckContext, error: SyntaxError) -> Location | None:
@@ -102,11 +128,7 @@ def _check_option_types(ctx: CheckContext) -> None:
         raise StageFailed
 
 
-def _build(ctx: CheckContext) -> None:
-    factory = getattr(ctx.module, ctx.target.symbol, None)
-    if factory is None:
-        ctx.report("ONNX003", f"`{ctx.target.symbol}` is not defined after importing the module.")
-        raise StageFailed
+def _build(ctx: CheckContext, factory: Any) -> None:
     try:
         with _device_context(ctx):
             built = _call_factory(ctx, factory)
@@ -166,9 +188,10 @@ def _call_factory(ctx: CheckContext, factory: Any) -> tuple[Any, tuple, dict[str
 
 
 def _eager_forward(ctx: CheckContext) -> None:
+    args, kwargs = fresh_copy(ctx.args, ctx.kwargs)
     try:
         with torch.no_grad():
-            ctx.eager_outputs = ctx.model(*ctx.args, **ctx.kwargs)
+            ctx.eager_outputs = ctx.model(*args, **kwargs)
     except (Exception, SystemExit) as error:
         ctx.report("ONNX004", f"The model fails in eager PyTorch with the example inputs: "
                    f"{_describe(error)}", ctx.map_frames(exception_frames(error)))

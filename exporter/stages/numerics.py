@@ -10,6 +10,7 @@ import torch
 
 from exporter import _torch_private, ort_runner
 from exporter.context import CheckContext
+from exporter.example_inputs import fresh_copy
 from exporter.onnx_nodes import STACK_TRACE_KEY, metadata
 
 # (atol, rtol) by dtype; integers and booleans must match exactly.
@@ -107,7 +108,8 @@ def first_divergence(ctx: CheckContext, args: tuple, kwargs: dict[str, Any], *, 
     if ctx.onnx_program is None or not _torch_private.PRIVATE_API:
         return
     try:
-        infos = _torch_private.compare_intermediates(ctx.onnx_program, args, kwargs)
+        infos = _torch_private.compare_intermediates(ctx.onnx_program,
+                                                     *fresh_copy(args, kwargs))
     except Exception:
         return
     program = ctx.onnx_program.exported_program

@@ -6,6 +6,7 @@ import time
 
 from exporter import ort_runner
 from exporter.context import CheckContext
+from exporter.example_inputs import fresh_copy
 from exporter.stages.base import StageFailed
 from exporter.stages.validate import report_at_node
 
@@ -19,7 +20,7 @@ def run(ctx: CheckContext) -> None:
     try:
         started = time.perf_counter()
         ctx.ort_outputs = ort_runner.run(
-            ctx.ort_session, ort_runner.flat_inputs(ctx.args, ctx.kwargs))
+            ctx.ort_session, ort_runner.flat_inputs(*fresh_copy(ctx.args, ctx.kwargs)))
         ctx.summary["ort_run_ms"] = (time.perf_counter() - started) * 1000
     except Exception as error:
         report_at_node(ctx, "ONNX402", "ONNX Runtime failed to run the model", str(error))

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from exporter import _torch_private
+import onnx_ir as ir
+
+from exporter import _torch_private, shortcuts
 from exporter.context import CheckContext
 from exporter.onnx_nodes import op_histogram, value_infos
 from exporter.stages.base import StageFailed
-from exporter.weights_apart import PROTOBUF_LIMIT, split_weights
+from exporter.weights_apart import PROTOBUF_LIMIT, SplitModel, split_weights
 
 _FAILED_NODE = re.compile(r"Error when translating node %(\w+)")
 
@@ -21,16 +23,25 @@ def _op_name(target: Any) -> str:
 
 
 def run(ctx: CheckContext) -> None:
-    registry = ctx.session.registry(ctx.option("opset", ctx.settings.opset),
-                                    ctx.option("custom_translation_table"))
+    """torch.onnx.export's steps 2 and 3 (decompose, translate), then what it does to the
+    model (opset conversion, optimization, names), with every missing translation found."""
+    opset = requested_opset(ctx)
+    registry = ctx.session.registry(opset, ctx.option("custom_translation_table"))
     if registry is None:
-        _translate_publicly(ctx)
+        _translate_publicly(ctx, opset)
         return
     try:
         decomposed = _torch_private.decompose(ctx.exported_program, registry)
     except Exception as error:
-        ctx.report("ONNX202", f"Decomposing the graph for ONNX failed: {type(error).__name__}: "
-                   f"{str(error).splitlines()[0] if str(error) else ''}")
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        node = _node_in_traceback(error)
+        if node is None:
+            ctx.report("ONNX202", f"Decomposing the graph for ONNX failed: {reason}")
+        else:
+            op = _op_name(node.target)
+            ctx.report("ONNX202", f"Decomposing the graph for ONNX failed at `{op}`: {reason}",
+                       ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
+                       data={"operator": op})
         raise StageFailed from error
     ctx.decomposed_program = decomposed
 
@@ -55,9 +66,54 @@ def run(ctx: CheckContext) -> None:
     except Exception as error:
         _report_node_error(ctx, error)
         raise StageFailed from error
-    _rename_io(ctx)
+    try:
+        # weights="none": the optimizer folds constants, which needs their values
+        _torch_private.finish_model(ctx.onnx_program, opset,
+                                    optimize=ctx.settings.optimize and not ctx.weightless,
+                                    input_names=ctx.option("input_names"),
+                                    output_names=ctx.option("output_names"))
+    except Exception as error:
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        ctx.report("ONNX202", "Finishing the ONNX model (opset conversion, optimization, "
+                   f"input and output names) failed: {reason.rstrip(': ')}")
+        raise StageFailed from error
     _torch_private.rename_dynamic_axes(ctx.onnx_program, ctx.dynamic_shapes)
     _finish(ctx)
+    _report_opset(ctx, opset)
+
+
+def requested_opset(ctx: CheckContext) -> int:
+    """The pragma's opset, else the project's, else torch.onnx.export's default."""
+    opset = ctx.option("opset", ctx.settings.opset)
+    return int(opset) if opset is not None else _torch_private.default_opset()
+
+
+def _report_opset(ctx: CheckContext, requested: int) -> None:
+    """torch.onnx.export keeps another opset when it cannot convert to the requested one,
+    and says so only in a log message."""
+    produced = ctx.summary.get("opset")
+    if produced is None or produced == requested:
+        return
+    ctx.report("ONNX203", f"The exported model uses opset {produced}, not the requested opset "
+               f"{requested}: torch.onnx.export could not convert the model to it and kept "
+               f"opset {produced}.", ctx.option_location("opset"))
+
+
+def _node_in_traceback(error: BaseException) -> Any:
+    """The FX node a graph pass was working on when it raised (torch's passes, e.g. type
+    promotion, run node by node with the node in a local named ``node``), innermost first."""
+    import torch
+
+    frames = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        frames.append(traceback.tb_frame)
+        traceback = traceback.tb_next
+    for frame in reversed(frames):
+        node = frame.f_locals.get("node")
+        if isinstance(node, torch.fx.Node) and node.meta.get("stack_trace"):
+            return node
+    return None
 
 
 def _overload_data(overload: Any) -> dict[str, Any]:
@@ -69,11 +125,12 @@ def _overload_data(overload: Any) -> dict[str, Any]:
             "arguments": [argument.name for argument in schema.arguments]}
 
 
-def _translate_publicly(ctx: CheckContext) -> None:
+def _translate_publicly(ctx: CheckContext, opset: int) -> None:
     try:
         ctx.onnx_program = _torch_private.public_export(
-            ctx.exported_program, (), {}, optimize=False,
+            ctx.exported_program, (), {}, optimize=ctx.settings.optimize, opset_version=opset,
             custom_translation_table=ctx.option("custom_translation_table"),
+            input_names=ctx.option("input_names"), output_names=ctx.option("output_names"),
         )
     except Exception as error:
         _report_node_error(ctx, error)
@@ -118,19 +175,12 @@ def _failed_node(ctx: CheckContext, chain: list[BaseException]) -> Any:
     return None
 
 
-def _rename_io(ctx: CheckContext) -> None:
-    graph = ctx.onnx_program.model.graph
-    for key, values in (("input_names", graph.inputs), ("output_names", graph.outputs)):
-        names = ctx.option(key)
-        if not names:
-            continue
-        for value, name in zip(values, names):
-            value.name = str(name)
-
-
 def _finish(ctx: CheckContext) -> None:
     model = ctx.onnx_program.model
-    split = split_weights(model, with_data=not ctx.weightless)
+    if ctx.weightless or shortcuts.enabled("weights-apart"):
+        split = split_weights(model, with_data=not ctx.weightless)
+    else:  # every weight inside the protobuf, as the saved model holds them
+        split = SplitModel(ir.serde.serialize_model(model))
     ctx.model_proto, ctx.weights = split.proto, split.weights
     proto = ctx.model_proto
     ctx.summary.update(

@@ -12,9 +12,8 @@ import torch
 import torch.fx._lazy_graph_module as lazy_graph_module
 import torch.fx.traceback as fx_traceback
 import torch.utils._traceback as torch_traceback
-from torch.onnx._internal.fx.passes import type_promotion
 
-from exporter import _torch_private
+from exporter import _torch_private, shortcuts
 
 
 class Mixed(torch.nn.Module):
@@ -60,9 +59,10 @@ def _data_dependent() -> tuple[torch.nn.Module, tuple, tuple]:
 
 def _export(build, registry, faster: bool) -> dict:
     model, args, dynamic_shapes = build()
-    with _torch_private.faster_tracing() if faster else contextlib.nullcontext():
+    with _torch_private.faster_tracing(capturing=True) if faster else contextlib.nullcontext():
         program = torch.export.export(model, args, strict=False,
                                       dynamic_shapes=dynamic_shapes or None)
+    with _torch_private.faster_tracing() if faster else contextlib.nullcontext():
         decomposed = _torch_private.decompose(program, registry)
         onnx_program = _torch_private.translate(decomposed, registry)
     nodes = list(decomposed.graph.nodes)
@@ -97,20 +97,55 @@ def test_faster_tracing_gives_the_same_graph_and_onnx_model(session, build):
         assert faster[key] == plain[key], key
 
 
+def _patched() -> dict[str, bool]:
+    """Which faster_tracing patches are in place now, by shortcut name."""
+    import torch.fx.graph_module as graph_module
+
+    return {
+        "shared-provenance": fx_traceback.copy is not copy,
+        "lazy-graph-modules": bool(lazy_graph_module._use_lazy_graph_module_flag),
+        "onnx-signatures-once": vars(onnx_ir.schemas.OpSignature)["from_op_schema"]
+        is not _SIGNATURE,
+        "plain-list-attributes": onnx_ir._convenience._infer_attribute_type
+        is not _ATTRIBUTE_TYPE,
+        "lazy-frame-lines": torch_traceback._extract_symbolized_tb is not _FRAMES,
+        "compiled-code-once": graph_module._exec_with_source is not _EXEC,
+    }
+
+
+_SIGNATURE = vars(onnx_ir.schemas.OpSignature)["from_op_schema"]
+_ATTRIBUTE_TYPE = onnx_ir._convenience._infer_attribute_type
+_FRAMES = torch_traceback._extract_symbolized_tb
+_EXEC = __import__("torch.fx.graph_module", fromlist=["_exec_with_source"])._exec_with_source
+
+
 def test_faster_tracing_puts_everything_back():
-    signature = vars(onnx_ir.schemas.OpSignature)["from_op_schema"]
-    run_node = type_promotion._TypePromotionInterpreter.run_node
-    frames = torch_traceback._extract_symbolized_tb
     with _torch_private.faster_tracing():
-        assert fx_traceback.copy is not copy
-        assert lazy_graph_module._use_lazy_graph_module_flag
-        assert type_promotion._TypePromotionInterpreter.run_node is not run_node
-        assert torch_traceback._extract_symbolized_tb is not frames
-    assert fx_traceback.copy is copy
-    assert not lazy_graph_module._use_lazy_graph_module_flag
-    assert vars(onnx_ir.schemas.OpSignature)["from_op_schema"] is signature
-    assert type_promotion._TypePromotionInterpreter.run_node is run_node
-    assert torch_traceback._extract_symbolized_tb is frames
+        assert all(_patched().values()), _patched()
+    assert not any(_patched().values()), _patched()
+
+
+@pytest.mark.parametrize("name", sorted(_patched()))
+def test_each_patch_has_its_own_off_switch(monkeypatch, name):
+    monkeypatch.setenv(shortcuts.ENVIRONMENT_VARIABLE, name)
+    with _torch_private.faster_tracing():
+        patched = _patched()
+    assert patched == {key: key != name for key in patched}
+
+
+def test_no_lazy_graph_modules_while_capturing():
+    """Strict capture (dynamo) reads a graph module's ``_in_spec`` before a lazy module has
+    set it: torch.onnx.export succeeds on this model with strict capture."""
+
+    class Padder(torch.nn.Module):
+        def forward(self, x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+            return torch.cat([x, torch.zeros(int(n.max()), x.shape[1])])
+
+    with _torch_private.faster_tracing(capturing=True):
+        assert not _patched()["lazy-graph-modules"]
+        (attempt_non_strict, attempt_strict) = _torch_private.capture(
+            Padder(), (torch.randn(5, 3), torch.tensor([2, 4])), {}, None)
+    assert attempt_non_strict.error is not None and attempt_strict.program is not None
 
 
 def test_graph_modules_compiled_from_the_same_code_run_as_torchs():

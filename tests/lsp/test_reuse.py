@@ -10,6 +10,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from exporter import shortcuts
 from tests.lsp.conftest import (
     SERVER,
     handle_refreshes,
@@ -103,3 +104,31 @@ async def test_results_are_reused_only_while_their_inputs_are_unchanged(client: 
     # Unchanged again: reused, with the helper's problem still reported.
     assert await _published(client, publishes, uri, lambda: _save(client, uri)) == ["ONNX201"]
     assert await _counts(client) == (8, 2)
+
+
+NO_REUSE = pytest_lsp.ClientServerConfig(
+    server_command=SERVER.server_command,
+    server_env={**(SERVER.server_env or {}), shortcuts.ENVIRONMENT_VARIABLE: "result-reuse"})
+
+
+@pytest_lsp.fixture(config=NO_REUSE)
+async def client_without_reuse(lsp_client: LanguageClient, tmp_path):
+    handle_refreshes(lsp_client)
+    lsp_client.workspace_root = tmp_path
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "helper.py").write_text(HELPER.format(body="torch.sigmoid(x) * 2"))
+    (tmp_path / "factor.txt").write_text("2.0")
+    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_result_reuse_has_an_off_switch(client_without_reuse: LanguageClient):
+    client = client_without_reuse
+    root = client.workspace_root
+    publishes = record_publishes(client)
+    uri = uri_of(root / "model.py")
+    assert await _published(client, publishes, uri, lambda: open_file(client, root / "model.py")) \
+        == []
+    assert await _published(client, publishes, uri, lambda: _save(client, uri)) == []
+    assert await _counts(client) == (4, 0)  # saved unchanged: both targets run again
