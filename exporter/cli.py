@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from exporter import __version__
+from exporter import __version__, shortcuts
 from exporter.config import ProjectConfig, find_root, load_config
 from exporter.report import display_path, filter_rules, format_diagnostic, format_text, result_json
 from exporter.rules import RULES
@@ -113,6 +113,9 @@ def _size(text: str) -> int:
 def _session(config: ProjectConfig) -> Any:
     for problem in config.problems:
         print(f"onnxlens: warning: {problem}", file=sys.stderr)
+    for name in shortcuts.unknown_names():
+        print(f"onnxlens: warning: {shortcuts.ENVIRONMENT_VARIABLE} names no shortcut "
+              f"{name!r} (known: {', '.join(shortcuts.SHORTCUTS)})", file=sys.stderr)
     try:
         from exporter.context import Settings
         from exporter.session import ExportSession
