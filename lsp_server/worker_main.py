@@ -66,6 +66,18 @@ class Spare:
     warm: bool = False
 
 
+def _no_tqdm_monitor() -> None:
+    """torch.fx's Interpreter makes a (disabled) tqdm progress bar per run when tqdm is
+    installed (transformers brings it), and tqdm starts a monitor thread with its first bar:
+    a process that forks must run no threads (DESIGN §4). ``monitor_interval = 0`` is tqdm's
+    documented way to start none."""
+    try:
+        import tqdm
+    except ImportError:
+        return
+    tqdm.tqdm.monitor_interval = 0
+
+
 class Worker:
     def __init__(self, channel: BinaryIO, spare: bool = True) -> None:
         self.channel = channel
@@ -89,6 +101,7 @@ class Worker:
 
         from exporter.session import ExportSession
 
+        _no_tqdm_monitor()
         self.session = ExportSession()
         self.session.warm_up()
         self._warm_export()
