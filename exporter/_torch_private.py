@@ -39,7 +39,6 @@ try:  # pragma: no branch - the guard itself is tested
         _dynamic_shapes,
         _ir_passes,
         _registration,
-        _verification,
     )
 
     PRIVATE_API = _version_ok() and all((
@@ -480,10 +479,3 @@ def translate(program: torch.export.ExportedProgram, registry: Any) -> torch.onn
 def public_export(model: torch.nn.Module, args: tuple, kwargs: dict, **options: Any) -> Any:
     """Fallback when the private API is unavailable."""
     return torch.onnx.export(model, args, kwargs=kwargs, dynamo=True, verbose=False, **options)
-
-
-def compare_intermediates(onnx_program: Any, args: tuple, kwargs: dict) -> list[Any]:
-    """Per FX node comparison between PyTorch and ONNX Runtime, in graph order."""
-    return _verification.verify_onnx_program(
-        onnx_program, args=args, kwargs=kwargs, compare_intermediates=True
-    )

