@@ -1,0 +1,73 @@
+"""The corpus's CI subset, chosen by rule: every ExportDB example, every fixture and example of
+this project, and a handful of transformers architectures (a tied-embedding causal LM, an
+encoder, an encoder–decoder, a windowed vision model, a decoder with dynamic batch and
+sequence).
+
+A test of a speed shortcut checks the same subset again with the shortcut switched off and
+compares onnxlens's verdicts::
+
+    from tests.corpus.ci import ci_corpus, lens_verdicts
+
+    corpus = ci_corpus(tmp_path)
+    assert lens_verdicts(corpus, {"ONNXLENS_SOME_SHORTCUT": "0"}) == lens_verdicts(corpus)
+
+(or use the session fixtures ``corpus_ci`` / ``corpus_ci_outcome`` of tests/corpus/conftest.py,
+whose verdicts were computed once with the default environment).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.corpus.corpus import (
+    Corpus,
+    exportdb_names,
+    materialize_exportdb,
+    materialize_transformers,
+    project_files,
+)
+from tests.corpus.harness import Outcome, TargetKey, run_corpus
+from tests.corpus.harness import lens_verdicts as _lens_verdicts
+
+CI_TRANSFORMERS = ("hf.gpt2", "hf.llama.tied", "hf.bert", "hf.t5", "hf.swin", "hf.llama.dynamic")
+CI_MODEL_TYPES = ("gpt2", "llama", "bert", "t5", "swin")
+
+
+def ci_ids() -> list[str]:
+    """The subset's target ids, known without building anything (for parametrizing)."""
+    ids = [f"exportdb:exportdb_{name}.py::exportdb.{name}" for name in exportdb_names()]
+    for source in ("fixtures", "examples"):
+        for corpus_file in project_files(source).files:
+            ids += [row_id(source, corpus_file.label, t) for t in corpus_file.targets]
+            ids += [row_id(source, corpus_file.label, f"(pragma, line {p.line})")
+                    for p in corpus_file.annotation_problems]
+    ids += [f"transformers:{name.replace('.', '_').replace('-', '_')}.py::{name}"
+            for name in CI_TRANSFORMERS]
+    return ids
+
+
+def row_id(source: str, label: str, target: str) -> str:
+    return f"{source}:{label}::{target}"
+
+
+def ci_corpus(workspace: Path) -> Corpus:
+    """Materialize the subset under ``workspace`` (a temporary directory)."""
+    corpus = materialize_exportdb(workspace)
+    corpus.extend(project_files("fixtures"))
+    corpus.extend(project_files("examples"))
+    corpus.extend(materialize_transformers(workspace, types=list(CI_MODEL_TYPES),
+                                           names=set(CI_TRANSFORMERS)))
+    return corpus
+
+
+def run_ci(corpus: Corpus, env: dict[str, str] | None = None, jobs: int = 2) -> Outcome:
+    """Truth and onnxlens on the subset. onnxlens checks the files of one root together
+    (``batch``), which is what keeps the subset within its time budget."""
+    return run_corpus(corpus, jobs, env=env, batch=True)
+
+
+def lens_verdicts(corpus: Corpus, env: dict[str, str] | None = None,
+                  jobs: int = 2) -> dict[TargetKey, object]:
+    """onnxlens's verdicts on the subset, as :func:`run_ci` computes them, comparable across
+    environments."""
+    return _lens_verdicts(corpus, jobs, env=env, batch=True)

@@ -1,0 +1,200 @@
+"""The corpus, computed at run time: which files hold which targets, under which root.
+
+* ``exportdb``: every example of PyTorch's ExportDB (``torch/_export/db/examples``), its source
+  copied unchanged into the workspace with a pragma-annotated builder appended;
+* ``transformers``: every architecture the pinned transformers builds from a small config
+  (:mod:`tests.corpus.hf_probe`), one generated target file each, plus variants
+  (:mod:`tests.corpus.hf_models`);
+* ``fixtures`` and ``examples``: the project's own files, used in place (read-only).
+
+Generated files live in a workspace directory the caller gives (a temporary directory);
+nothing generated is written inside the repository.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.corpus.common import REPO
+
+SOURCES = ("exportdb", "transformers", "fixtures", "examples")
+FIXTURES = REPO / "tests" / "exporter" / "fixtures"
+EXAMPLES = REPO / "examples"
+BUILDER = "_onnxlens_corpus_target"
+
+
+@dataclass(frozen=True)
+class AnnotationProblem:
+    """A pragma the static discovery rejects: no target exists, onnxlens must say ONNX001."""
+
+    line: int
+    message: str
+
+
+@dataclass
+class CorpusFile:
+    source: str
+    path: Path
+    root: Path
+    targets: list[str]
+    annotation_problems: list[AnnotationProblem] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        base = REPO if self.source in ("fixtures", "examples") else self.root
+        return self.path.relative_to(base).as_posix()
+
+
+@dataclass(frozen=True)
+class NotBuildable:
+    source: str
+    name: str
+    reason: str
+
+
+@dataclass
+class Corpus:
+    workspace: Path
+    files: list[CorpusFile] = field(default_factory=list)
+    not_buildable: list[NotBuildable] = field(default_factory=list)
+
+    def extend(self, other: Corpus) -> None:
+        self.files += other.files
+        self.not_buildable += other.not_buildable
+
+    def select(self, keep: Callable[[CorpusFile, str], bool]) -> Corpus:
+        """A corpus with only the targets ``keep(file, target)`` accepts."""
+        chosen = Corpus(self.workspace, not_buildable=list(self.not_buildable))
+        for corpus_file in self.files:
+            targets = [t for t in corpus_file.targets if keep(corpus_file, t)]
+            problems = corpus_file.annotation_problems if keep(corpus_file, "") else []
+            if targets or problems:
+                chosen.files.append(CorpusFile(corpus_file.source, corpus_file.path,
+                                               corpus_file.root, targets, problems))
+        return chosen
+
+
+def _described(path: Path, source: str, root: Path) -> CorpusFile | None:
+    from exporter.targets import discover
+
+    text = path.read_text(encoding="utf-8")
+    if "onnx-export" not in text and "ExportableModule" not in text:
+        return None
+    found = discover(path, text)
+    problems = [AnnotationProblem(d.location.range.start.line, d.message)
+                for d in found.diagnostics]
+    if not found.targets and not problems:
+        return None
+    return CorpusFile(source, path, root, [t.name for t in found.targets], problems)
+
+
+# -- ExportDB --------------------------------------------------------------------------------
+
+def exportdb_directory() -> Path:
+    spec = importlib.util.find_spec("torch")  # finds torch without importing it
+    assert spec is not None and spec.submodule_search_locations
+    return Path(spec.submodule_search_locations[0]) / "_export" / "db" / "examples"
+
+
+def exportdb_names() -> list[str]:
+    return sorted(p.stem for p in exportdb_directory().glob("*.py") if p.stem != "__init__")
+
+
+def _module_names(source: str) -> set[str]:
+    names = set()
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def exportdb_target(name: str, source: str) -> str | None:
+    """The example's source, unchanged, with a builder for its case appended; None when the
+    example has no ``model`` and ``example_args``."""
+    defined = _module_names(source)
+    if not {"model", "example_args"} <= defined:
+        return None
+    pragma = f'# onnx-export: name="exportdb.{name}"'
+    if "dynamic_shapes" in defined:
+        pragma += ", dynamic_shapes=dynamic_shapes"
+    returned = "model, example_args, example_kwargs" if "example_kwargs" in defined \
+        else "model, example_args"
+    return (f"{source.rstrip()}\n\n\n{pragma}\ndef {BUILDER}():\n    return {returned}\n")
+
+
+def materialize_exportdb(workspace: Path, names: Iterable[str] | None = None) -> Corpus:
+    root = workspace / "exportdb"
+    root.mkdir(parents=True, exist_ok=True)
+    corpus = Corpus(workspace)
+    for name in names if names is not None else exportdb_names():
+        source = (exportdb_directory() / f"{name}.py").read_text(encoding="utf-8")
+        text = exportdb_target(name, source)
+        if text is None:
+            corpus.not_buildable.append(NotBuildable("exportdb", name,
+                                                     "no `model`/`example_args` in the example"))
+            continue
+        # prefixed: an example named like an installed module (`decorator`) must not shadow it
+        path = root / f"exportdb_{name}.py"
+        path.write_text(text, encoding="utf-8")
+        corpus.files.append(CorpusFile("exportdb", path, root, [f"exportdb.{name}"]))
+    return corpus
+
+
+# -- transformers ----------------------------------------------------------------------------
+
+def materialize_transformers(workspace: Path, jobs: int = 2, *, types: list[str] | None = None,
+                             names: set[str] | None = None, log: Callable[[str], None] | None = None
+                             ) -> Corpus:
+    """``types``: probe only these model types (default: all); ``names``: keep only these
+    target names (variants included)."""
+    from tests.corpus import hf_models, hf_probe
+
+    root = workspace / "transformers"
+    root.mkdir(parents=True, exist_ok=True)
+    probed = hf_probe.probe_all(jobs, types=types, log=log)
+    corpus = Corpus(workspace, not_buildable=[
+        NotBuildable("transformers", f"hf.{r.model_type}", r.reason)
+        for r in probed if not r.buildable])
+    for spec in hf_models.variants(probed):
+        if names is not None and spec.name not in names:
+            continue
+        path = root / spec.file_name
+        path.write_text(hf_models.render(spec), encoding="utf-8")
+        corpus.files.append(CorpusFile("transformers", path, root, [spec.name]))
+    return corpus
+
+
+# -- the project's own files -----------------------------------------------------------------
+
+def project_files(source: str) -> Corpus:
+    corpus = Corpus(REPO)
+    if source == "fixtures":
+        for workspace in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+            for path in sorted(workspace.rglob("*.py")):
+                found = _described(path, "fixtures", workspace)
+                if found:
+                    corpus.files.append(found)
+    else:
+        for path in sorted(EXAMPLES.rglob("*.py")):
+            found = _described(path, "examples", REPO)
+            if found:
+                corpus.files.append(found)
+    return corpus
+
+
+def materialize(workspace: Path, sources: Iterable[str] = SOURCES, jobs: int = 2,
+                log: Callable[[str], None] | None = None) -> Corpus:
+    corpus = Corpus(workspace)
+    for source in sources:
+        if source == "exportdb":
+            corpus.extend(materialize_exportdb(workspace))
+        elif source == "transformers":
+            corpus.extend(materialize_transformers(workspace, jobs, log=log))
+        else:
+            corpus.extend(project_files(source))
+    return corpus

@@ -1,0 +1,51 @@
+"""Per target of the corpus's CI subset (tests/corpus/ci.py): onnxlens's verdict agrees with
+the plain exporter's, run in its own process (see tests/corpus/judge.py for what agreeing
+means). The whole corpus: ``.venv/bin/python -m tests.corpus``."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.corpus.ci import ci_ids, row_id
+from tests.corpus.corpus import Corpus
+from tests.corpus.harness import Outcome
+from tests.corpus.judge import AGREE, NOT_JUDGED, Row
+
+pytestmark = pytest.mark.corpus
+
+
+def _rows(outcome: Outcome) -> dict[str, Row]:
+    return {row_id(row.source, row.file, row.target): row for row in outcome.rows}
+
+
+def _explain(row: Row) -> str:
+    truth = row.truth
+    lines = [f"{row.agreement}: {row.detail}",
+             f"truth: {row.truth_verdict}" + (f" — {truth.failure.headline}"
+                                              if truth.failure else "")]
+    if truth.failure:
+        frames = [f for e in truth.failure.errors for f in e.frames
+                  if "site-packages" not in f.path and "tests/corpus" not in f.path]
+        lines += [f"  at {f.path}:{f.line} in {f.function}" for f in frames[-3:]]
+    if truth.note:
+        lines.append(f"truth note: {truth.note}")
+    if row.lens_failure:
+        lines.append(f"onnxlens failed: {row.lens_failure}")
+    elif row.lens is not None:
+        lines += [f"onnxlens: {d.headline}" for d in row.lens.diagnostics] or ["onnxlens: clean"]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("target_id", ci_ids())
+def test_agrees_with_the_plain_exporter(corpus_ci: Corpus, corpus_ci_outcome: Outcome,
+                                        target_id: str) -> None:
+    rows = _rows(corpus_ci_outcome)
+    if target_id not in rows:
+        name = target_id.rpartition("::")[2]
+        reasons = [f"{n.name}: {n.reason}" for n in corpus_ci.not_buildable
+                   if name == n.name or name.startswith(n.name + ".")]
+        pytest.fail(f"{target_id} is not in the corpus ({'; '.join(reasons) or 'not found'})")
+    row = rows[target_id]
+    if row.agreement == NOT_JUDGED:
+        pytest.skip(f"not judged: {row.detail}")
+    assert row.agreement == AGREE, _explain(row)

@@ -1,0 +1,673 @@
+"""The plain exporter's verdict on one target: what a user gets from
+``torch.onnx.export(..., dynamo=True)`` and ONNX Runtime, with nothing of onnxlens in between.
+
+    python -m tests.corpus.truth FILE TARGET_NAME [--root DIR]
+
+prints one JSON object (a :class:`TruthResult`). Only the target's *annotation* is read with
+onnxlens's static discovery (``exporter.targets.discover``, which executes nothing); every option
+is evaluated here, in the module's namespace, and the export runs exactly as a user would write
+it: import the file, build the model and its inputs, ``model.eval()``, export with only the
+options the annotation gives, create a CPU ``InferenceSession`` from the model proto, run it on
+fresh copies of the example inputs and compare with eager PyTorch (run on its own fresh copies,
+with a copy of the model taken before the export). When the annotation declares dynamic
+dimensions, eager PyTorch and ONNX Runtime run again at another size, the example inputs tiled
+along every declared axis so that their values stay valid (ids in range, masks keep their
+pattern).
+
+:func:`run_truth` runs that in a subprocess (the module's ``main``) with a timeout and caches
+the result under ``~/.cache/onnxlens/truth/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import copy
+import importlib.util
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.corpus.common import (
+    CACHE,
+    PYTHON,
+    REPO,
+    child_env,
+    dumps,
+    file_hash,
+    from_json,
+    sha256,
+    versions,
+)
+
+# The phases in the order they run; a failure is attributed to the first phase that fails.
+LOAD_PHASES = ("import", "annotation", "build", "eager")
+EXPORT_PHASES = ("capture", "translate", "export")  # "export": raised outside torch's wrappers
+PHASES = (*LOAD_PHASES, *EXPORT_PHASES, "checker", "ort_session", "ort_run", "mismatch",
+          "dynamic")
+PHASE_MARK = "onnxlens-corpus-phase:"
+DEFAULT_TIMEOUT = 300.0
+# (atol, rtol) of the comparison by dtype when the target gives none: onnxlens's documented
+# defaults; integers and booleans must match exactly.
+TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2), "float32": (1e-4, 1e-3),
+              "float64": (1e-7, 1e-5)}
+_MESSAGE_LINES = 6
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
+
+
+@dataclass
+class Frame:
+    path: str
+    line: int
+    function: str
+
+
+@dataclass
+class ErrorInfo:
+    type: str
+    message: str  # the first lines
+    frames: list[Frame]  # the traceback, outermost first
+    message_frames: list[Frame] = field(default_factory=list)  # `File "...", line N` in the text
+
+
+@dataclass
+class Failure:
+    phase: str
+    errors: list[ErrorInfo]  # the exception raised, then its __cause__ (or __context__) chain
+
+    @property
+    def headline(self) -> str:
+        if not self.errors:
+            return self.phase
+        first = self.errors[-1] if self.phase in EXPORT_PHASES else self.errors[0]
+        line = first.message.splitlines()[0] if first.message else ""
+        return f"{first.type}: {line}"[:200]
+
+
+@dataclass
+class OutputCheck:
+    index: int
+    dtype: str
+    eager_shape: list[int]
+    ort_shape: list[int]
+    atol: float
+    rtol: float
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    non_finite_only_in_ort: bool = False
+    matched: bool = True
+
+
+@dataclass
+class SizeRun:
+    sizes: dict[str, int]  # "input[axis]" -> size, for the declared axes
+    outputs: list[OutputCheck] = field(default_factory=list)
+    problem: str = ""  # why it did not match ("" when it did)
+
+
+@dataclass
+class TruthResult:
+    path: str
+    target: str
+    status: str  # ok | failed | skipped | timeout | crashed
+    exported: bool = False
+    failure: Failure | None = None
+    note: str = ""
+    example: SizeRun | None = None
+    other_size: SizeRun | None = None
+    export_seconds: float = 0.0
+    ort_seconds: float = 0.0
+    eager_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    cached: bool = False
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class PhaseFailed(Exception):
+    def __init__(self, phase: str, error: BaseException | None = None, message: str = ""):
+        super().__init__(phase)
+        self.phase = phase
+        self.error = error
+        self.message = message
+
+
+# -- describing failures ---------------------------------------------------------------------
+
+def _frames(trace: Any) -> list[Frame]:
+    return [Frame(str(Path(entry.filename)), entry.lineno or 0, entry.name)
+            for entry in traceback.extract_tb(trace)]
+
+
+def error_chain(error: BaseException) -> list[ErrorInfo]:
+    chain: list[ErrorInfo] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current)
+        chain.append(ErrorInfo(
+            type=f"{type(current).__module__}.{type(current).__qualname__}",
+            message="\n".join(text.strip().splitlines()[:_MESSAGE_LINES])[:2000],
+            frames=_frames(current.__traceback__),
+            message_frames=[Frame(match[1], int(match[2]), match[3] or "")
+                            for match in _FILE_LINE.finditer(text)],
+        ))
+        current = current.__cause__ or (None if current.__suppress_context__
+                                        else current.__context__)
+    return chain
+
+
+def _export_phase(error: BaseException) -> str:
+    from torch.onnx._internal.exporter import _errors
+
+    if isinstance(error, _errors.TorchExportError):
+        return "capture"
+    if isinstance(error, _errors.ConversionError):
+        return "translate"
+    return "export"
+
+
+@contextlib.contextmanager
+def _phase(name: str) -> Iterator[None]:
+    print(PHASE_MARK, name, file=sys.stderr, flush=True)
+    try:
+        yield
+    except PhaseFailed:
+        raise
+    except (Exception, SystemExit) as error:
+        phase = _export_phase(error) if name == "export" else name
+        raise PhaseFailed(phase, error) from error
+
+
+# -- loading the target ----------------------------------------------------------------------
+
+@dataclass
+class Built:
+    model: Any
+    args: tuple
+    kwargs: dict[str, Any]
+    kwargs_given: bool
+    options: dict[str, Any]
+
+
+_KEPT = "__corpus_target__"
+
+
+def _import(path: Path, root: Path, target: Any) -> Any:
+    """Import the file as its own module. When the target's name is defined again further down
+    (the later definition shadows it), the annotated definition is also kept aside."""
+    for entry in (str(root), str(path.parent)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    name = path.stem if path.stem.isidentifier() else "user_module"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    definitions = [index for index, node in enumerate(tree.body)
+                   if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                   and node.name == target.symbol]
+    annotated = [i for i in definitions if tree.body[i].lineno == target.definition.start.line]
+    if len(definitions) < 2 or not annotated:
+        spec.loader.exec_module(module)
+        return module
+    keep = ast.parse(f"{_KEPT} = {target.symbol}").body[0]
+    tree.body.insert(annotated[0] + 1, ast.copy_location(keep, tree.body[annotated[0]]))
+    exec(compile(ast.fix_missing_locations(tree), str(path), "exec"), module.__dict__)
+    return module
+
+
+def _load(path: Path, root: Path, target: Any) -> Built:
+    import torch
+
+    with _phase("import"):
+        module = _import(path, root, target)
+    options: dict[str, Any] = {}
+    with _phase("annotation"):
+        for key, option in target.options.items():
+            if key in ("name", "weights", "training"):
+                options[key] = target.literal(key)
+            else:  # compiled at the pragma's line, for the traceback
+                text = "\n" * (option.range.start.line - 1) + option.source
+                options[key] = eval(compile(text, str(path), "eval"), vars(module))
+    with _phase("build"):
+        factory = vars(module).get(_KEPT) or getattr(module, target.symbol)
+        args, kwargs = options.get("args"), options.get("kwargs")
+        if target.kind == "class":
+            model = factory(**options.get("init", {}))
+        else:
+            model = factory()
+            if isinstance(model, tuple):
+                model, *rest = model
+                args = rest[0] if args is None else args
+                if len(rest) > 1 and kwargs is None:
+                    kwargs = rest[1]
+        if target.exportable_module:
+            if args is None:
+                args, own_kwargs = model.example_arguments()
+                kwargs = own_kwargs if kwargs is None else kwargs
+            if "dynamic_shapes" not in options:
+                options["dynamic_shapes"] = model.dynamic_shapes()
+            for key in ("input_names", "output_names"):
+                if key not in options:
+                    options[key] = getattr(model, key)()
+        if args is None:
+            raise ValueError("the target has no example inputs")
+        if not isinstance(args, tuple):
+            args = tuple(args) if isinstance(args, list) else (args,)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"the target built a {type(model).__name__}, not a torch.nn.Module")
+        model = model.train() if options.get("training") else model.eval()
+    return Built(model, args, dict(kwargs or {}), kwargs is not None, options)
+
+
+# -- comparing -------------------------------------------------------------------------------
+
+def _flat_tensors(value: Any) -> list[Any]:
+    import torch
+    from torch.utils import _pytree
+
+    leaves, _ = _pytree.tree_flatten(value)
+    flat = []
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        if isinstance(leaf, torch.Tensor) and leaf.is_complex():
+            leaf = torch.view_as_real(leaf.resolve_conj())
+        flat.append(leaf)
+    return flat
+
+
+def _to_numpy(value: Any) -> Any:
+    import numpy as np
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return np.asarray(value)
+    tensor = value.detach().cpu()
+    if tensor.layout != torch.strided:  # a sparse input is a dense input of the ONNX model
+        tensor = tensor.to_dense()
+    if tensor.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
+
+
+def _tolerance(dtype: str, options: dict[str, Any]) -> tuple[float, float]:
+    atol, rtol = TOLERANCES.get(dtype, (0.0, 0.0))
+    return float(options.get("atol", atol)), float(options.get("rtol", rtol))
+
+
+def _compare(eager: Any, ort_outputs: list[Any], options: dict[str, Any], run: SizeRun) -> None:
+    import numpy as np
+    import torch
+
+    expected = _flat_tensors(eager)
+    if len(expected) != len(ort_outputs):
+        run.problem = (f"PyTorch returns {len(expected)} values, ONNX Runtime "
+                       f"{len(ort_outputs)} outputs")
+        return
+    for index, (want, got) in enumerate(zip(expected, ort_outputs)):
+        dtype = str(want.dtype).replace("torch.", "") if isinstance(want, torch.Tensor) \
+            else np.asarray(want).dtype.name
+        want_array = _to_numpy(want).astype(np.float64)
+        got_array = np.asarray(got).astype(np.float64)
+        atol, rtol = _tolerance(dtype, options)
+        check = OutputCheck(index, dtype, list(want_array.shape), list(got_array.shape),
+                            atol, rtol)
+        run.outputs.append(check)
+        if want_array.shape != got_array.shape:
+            check.matched = False
+            run.problem = run.problem or (f"output {index} has shape {list(got_array.shape)} "
+                                          f"in ONNX Runtime, {list(want_array.shape)} in PyTorch")
+            continue
+        finite = np.isfinite(want_array) & np.isfinite(got_array)
+        check.non_finite_only_in_ort = bool((np.isfinite(want_array)
+                                             & ~np.isfinite(got_array)).any())
+        if finite.any():
+            difference = np.abs(want_array - got_array)[finite]
+            check.max_abs = float(difference.max())
+            check.max_rel = float((difference / np.maximum(np.abs(want_array[finite]),
+                                                           1e-12)).max())
+        close = np.isclose(got_array, want_array, atol=atol, rtol=rtol, equal_nan=True)
+        check.matched = bool(close.all()) and not check.non_finite_only_in_ort
+        if not check.matched and not run.problem:
+            run.problem = (f"output {index} ({dtype}) differs: max abs {check.max_abs:.3g}, "
+                           f"max rel {check.max_rel:.3g} (atol {atol:g}, rtol {rtol:g})"
+                           + ("; non-finite only in ONNX Runtime"
+                              if check.non_finite_only_in_ort else ""))
+
+
+def _feeds(session: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    tensors = [leaf for leaf in _flat_tensors((args, kwargs)) if isinstance(leaf, torch.Tensor)]
+    names = [value.name for value in session.get_inputs()]
+    if len(names) != len(tensors):
+        raise ValueError(f"the ONNX model has {len(names)} inputs but the example inputs "
+                         f"flatten to {len(tensors)} tensors")
+    return {name: _to_numpy(tensor) for name, tensor in zip(names, tensors)}
+
+
+def _fresh(value: Any) -> Any:
+    return copy.deepcopy(value)
+
+
+# -- dynamic dimensions ----------------------------------------------------------------------
+
+@dataclass
+class DeclaredAxis:
+    label: str  # "x[0]"
+    axis: int
+    low: int
+    high: int
+
+
+def _bounds(dim: Any) -> tuple[int, int]:
+    low = getattr(dim, "min", None)
+    high = getattr(dim, "max", None)
+    return (int(low) if isinstance(low, int) else 0,
+            int(high) if isinstance(high, int) else 1 << 62)
+
+
+def declared_axes(model: Any, args: tuple, kwargs: dict[str, Any],
+                  spec: Any) -> dict[int, list[DeclaredAxis]]:
+    """``id(tensor)`` -> the axes of that input tensor the ``dynamic_shapes`` spec declares
+    dynamic (a string, a ``Dim``, ``Dim.AUTO`` or ``Dim.DYNAMIC``; ``Dim.STATIC`` is not)."""
+    import torch
+
+    if not spec:
+        return {}
+    bound = inspect.signature(model.forward).bind(*args, **kwargs).arguments
+    if isinstance(spec, dict) and all(isinstance(key, str) for key in spec):
+        pairs = [(name, value, spec.get(name)) for name, value in bound.items()]
+    else:
+        pairs = [(name, value, sub) for (name, value), sub in zip(bound.items(), spec)]
+    found: dict[int, list[DeclaredAxis]] = {}
+
+    def walk(label: str, value: Any, sub: Any) -> None:
+        if sub is None:
+            return
+        if isinstance(value, torch.Tensor):
+            items = sub.items() if isinstance(sub, dict) else enumerate(sub)
+            axes = [DeclaredAxis(f"{label}[{axis}]", int(axis), *_bounds(dim))
+                    for axis, dim in items
+                    if dim is not None and dim is not torch.export.Dim.STATIC
+                    and not isinstance(dim, int)]
+            if axes:
+                found[id(value)] = axes
+        elif isinstance(value, dict) and isinstance(sub, dict):
+            for key, item in value.items():
+                walk(f"{label}.{key}", item, sub.get(key))
+        elif isinstance(value, (list, tuple)) and isinstance(sub, (list, tuple)):
+            for index, (item, item_sub) in enumerate(zip(value, sub)):
+                walk(f"{label}[{index}]", item, item_sub)
+
+    for name, value, sub in pairs:
+        if inspect.signature(model.forward).parameters[name].kind == inspect.Parameter.VAR_KEYWORD:
+            for key, item in value.items():
+                walk(key, item, sub.get(key) if isinstance(sub, dict) else None)
+        else:
+            walk(name, value, sub)
+    return found
+
+
+# Another size for a declared axis of example size n: twice the example (the example
+# concatenated with itself), else one more (with its own first slice appended), else one less.
+_OTHER_SIZES: tuple[Callable[[int], int], ...] = (
+    lambda n: 2 * n, lambda n: n + 1, lambda n: n - 1 if n > 2 else n)
+
+
+def _tile(tensor: Any, axis: int, size: int) -> Any:
+    import torch
+
+    length = tensor.shape[axis]
+    if size <= length:
+        return tensor.narrow(axis, 0, size).clone()
+    copies = -(-size // length)
+    return torch.cat([tensor] * copies, dim=axis).narrow(axis, 0, size).clone()
+
+
+def _resized(args: tuple, kwargs: dict[str, Any], declared: dict[int, list[DeclaredAxis]],
+             rule: Callable[[int], int]) -> tuple[tuple, dict[str, Any], dict[str, int]] | None:
+    import torch
+    from torch.utils import _pytree
+
+    sizes: dict[str, int] = {}
+    changed = False
+
+    def resize(value: Any) -> Any:
+        nonlocal changed
+        if not isinstance(value, torch.Tensor) or id(value) not in declared:
+            return value
+        for axis in declared[id(value)]:
+            if axis.axis >= value.dim():
+                continue
+            size = rule(int(value.shape[axis.axis]))
+            if not axis.low <= size <= axis.high:
+                raise ValueError(f"{axis.label}: {size} is outside the declared range")
+            changed = changed or size != value.shape[axis.axis]
+            sizes[axis.label] = size
+            value = _tile(value, axis.axis, size)
+        return value
+
+    try:
+        new_args, new_kwargs = _pytree.tree_map(resize, (args, kwargs))
+    except ValueError:
+        return None
+    return (tuple(new_args), dict(new_kwargs), sizes) if changed else None
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+def _export_kwargs(built: Built) -> dict[str, Any]:
+    """Only what the annotation gives, under torch.onnx.export's names."""
+    given: dict[str, Any] = {"kwargs": _fresh(built.kwargs)} if built.kwargs_given else {}
+    names = {"dynamic_shapes": "dynamic_shapes", "opset": "opset_version",
+             "input_names": "input_names", "output_names": "output_names",
+             "custom_translation_table": "custom_translation_table"}
+    for key, argument in names.items():
+        if built.options.get(key) is not None:
+            given[argument] = built.options[key]
+    return given
+
+
+def evaluate(path: Path, root: Path, target: Any) -> TruthResult:
+    result = TruthResult(str(path), target.name, "ok", versions=versions())
+    try:
+        _evaluate(path, root, target, result)
+    except PhaseFailed as failed:
+        result.status = "failed"
+        errors = error_chain(failed.error) if failed.error is not None else [
+            ErrorInfo("", failed.message, [])]
+        result.failure = Failure(failed.phase, errors)
+    return result
+
+
+def _evaluate(path: Path, root: Path, target: Any, result: TruthResult) -> None:
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    built = _load(path, root, target)
+    with _phase("eager"):
+        try:
+            reference = copy.deepcopy(built.model)
+        except Exception:
+            reference = None  # the model cannot be copied: eager runs after the export
+        if reference is not None:
+            started = time.perf_counter()
+            with torch.no_grad():
+                eager = _fresh(reference)(*_fresh(built.args), **_fresh(built.kwargs))
+            result.eager_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    try:
+        with _phase("export"):
+            program = torch.onnx.export(built.model, _fresh(built.args), dynamo=True,
+                                        **_export_kwargs(built))
+            proto = program.model_proto
+    finally:
+        result.export_seconds = time.perf_counter() - started
+    result.exported = True
+    if reference is None:
+        with _phase("eager"), torch.no_grad():
+            reference = built.model
+            eager = built.model(*_fresh(built.args), **_fresh(built.kwargs))
+    with _phase("checker"):
+        onnx.checker.check_model(proto, full_check=True)
+    with _phase("ort_session"):
+        started = time.perf_counter()
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        session = ort.InferenceSession(proto.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+    with _phase("ort_run"):
+        outputs = session.run(None, _feeds(session, _fresh(built.args), _fresh(built.kwargs)))
+        result.ort_seconds = time.perf_counter() - started
+    result.example = SizeRun({})
+    _compare(eager, outputs, built.options, result.example)
+    if result.example.problem:
+        raise PhaseFailed("mismatch", message=result.example.problem)
+    _other_size(built, reference, session, result)
+
+
+def _other_size(built: Built, reference: Any, session: Any, result: TruthResult) -> None:
+    import torch
+
+    with _phase("dynamic"):
+        declared = declared_axes(built.model, built.args, built.kwargs,
+                                 built.options.get("dynamic_shapes"))
+    if not declared:
+        return
+    eager_failures = []
+    for rule in _OTHER_SIZES:
+        resized = _resized(built.args, built.kwargs, declared, rule)
+        if resized is None:
+            continue
+        args, kwargs, sizes = resized
+        try:
+            with torch.no_grad():
+                eager = copy.deepcopy(reference)(*_fresh(args), **_fresh(kwargs))
+        except Exception as error:  # the model itself does not take this size
+            eager_failures.append(f"{sizes}: {type(error).__name__}: "
+                                  f"{str(error).strip().splitlines()[0] if str(error) else ''}")
+            continue
+        result.other_size = SizeRun(sizes)
+        with _phase("dynamic"):
+            outputs = session.run(None, _feeds(session, _fresh(args), _fresh(kwargs)))
+        _compare(eager, outputs, built.options, result.other_size)
+        if result.other_size.problem:
+            raise PhaseFailed("dynamic", message=f"at {sizes}: {result.other_size.problem}")
+        return
+    result.note = ("dynamic dims not checked: eager PyTorch fails at every other size tried ("
+                   + "; ".join(eager_failures)[:500] + ")") if eager_failures else \
+        "dynamic dims not checked: no other size within the declared ranges"
+
+
+# -- entry points ----------------------------------------------------------------------------
+
+def find_target(path: Path, name: str) -> Any:
+    from exporter.targets import discover
+
+    found = discover(path, path.read_text(encoding="utf-8"))
+    for target in found.targets:
+        if target.name == name:
+            return target
+    raise SystemExit(f"{path}: no target named {name!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.corpus.truth")
+    parser.add_argument("file", type=Path)
+    parser.add_argument("target")
+    parser.add_argument("--root", type=Path, default=None,
+                        help="the workspace root (importable; default: the file's directory)")
+    options = parser.parse_args(argv)
+    path = options.file.resolve()
+    root = (options.root or path.parent).resolve()
+    target = find_target(path, options.target)
+    # Whatever the model prints goes to stderr: stdout carries the JSON result only.
+    sys.stdout.flush()
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)
+    if target.weights == "none":
+        result = TruthResult(str(path), target.name, "skipped", note='weights="none"',
+                             versions=versions())
+    else:
+        result = evaluate(path, root, target)
+    sys.stdout.flush()
+    with os.fdopen(real_stdout, "w") as out:
+        out.write(dumps(result) + "\n")
+    return 0
+
+
+def _own_hash() -> str:
+    return file_hash(Path(__file__))
+
+
+def cache_key(path: Path, target: str) -> str:
+    return sha256(json.dumps({"versions": versions(), "file": file_hash(path), "target": target,
+                              "truth": _own_hash()}, sort_keys=True))
+
+
+def run_truth(path: Path, target: str, root: Path, *, timeout: float = DEFAULT_TIMEOUT,
+              use_cache: bool = True) -> TruthResult:
+    """The truth of one target, from the cache or from a fresh subprocess."""
+    cache_file = CACHE / "truth" / f"{cache_key(path, target)}.json"
+    if use_cache and cache_file.is_file():
+        result = from_json(TruthResult, json.loads(cache_file.read_text()))
+        result.cached = True
+        return result
+    command = [str(PYTHON), "-m", "tests.corpus.truth", str(path), target, "--root", str(root)]
+    started = time.perf_counter()
+    try:
+        process = subprocess.run(command, cwd=REPO, env=child_env(), capture_output=True,
+                                 text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as expired:
+        stderr = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) \
+            else expired.stderr or ""
+        return TruthResult(str(path), target, "timeout", note=f"no result after {timeout:g} s "
+                           f"(in phase {_last_phase(stderr)})", wall_seconds=timeout,
+                           versions=versions())
+    wall = time.perf_counter() - started
+    lines = process.stdout.strip().splitlines()
+    try:
+        result = from_json(TruthResult, json.loads(lines[-1]))
+    except (IndexError, ValueError):
+        phase = _last_phase(process.stderr)
+        tail = "\n".join(process.stderr.strip().splitlines()[-_MESSAGE_LINES:])
+        result = TruthResult(str(path), target, "crashed", failure=Failure(phase, [ErrorInfo(
+            f"exit status {process.returncode}", tail, [])]), versions=versions())
+    result.wall_seconds = wall
+    if result.status in ("ok", "failed", "skipped"):
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache_file.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(dumps(result))
+        os.replace(temporary, cache_file)
+    return result
+
+
+def _last_phase(stderr: str) -> str:
+    phases = [line.split(PHASE_MARK, 1)[1].strip() for line in stderr.splitlines()
+              if PHASE_MARK in line]
+    return phases[-1] if phases else "import"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
