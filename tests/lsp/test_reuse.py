@@ -44,14 +44,18 @@ MODEL = textwrap.dedent("""\
 HELPER = "import torch\n\n\ndef scale(x):\n    return {body}\n"
 
 
+async def _start(lsp_client: LanguageClient, root) -> None:
+    handle_refreshes(lsp_client)
+    lsp_client.workspace_root = root
+    (root / "model.py").write_text(MODEL)
+    (root / "helper.py").write_text(HELPER.format(body="torch.sigmoid(x) * 2"))
+    (root / "factor.txt").write_text("2.0")
+    await lsp_client.initialize_session(initialize_params("visual-studio-code", root))
+
+
 @pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
-    lsp_client.workspace_root = tmp_path
-    (tmp_path / "model.py").write_text(MODEL)
-    (tmp_path / "helper.py").write_text(HELPER.format(body="torch.sigmoid(x) * 2"))
-    (tmp_path / "factor.txt").write_text("2.0")
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
+    await _start(lsp_client, tmp_path)
     yield
     await lsp_client.shutdown_session()
 
@@ -113,12 +117,7 @@ NO_REUSE = pytest_lsp.ClientServerConfig(
 
 @pytest_lsp.fixture(config=NO_REUSE)
 async def client_without_reuse(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
-    lsp_client.workspace_root = tmp_path
-    (tmp_path / "model.py").write_text(MODEL)
-    (tmp_path / "helper.py").write_text(HELPER.format(body="torch.sigmoid(x) * 2"))
-    (tmp_path / "factor.txt").write_text("2.0")
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
+    await _start(lsp_client, tmp_path)
     yield
     await lsp_client.shutdown_session()
 
