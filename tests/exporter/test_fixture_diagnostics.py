@@ -61,7 +61,6 @@ EXPECTED = {
     # the reproductions of issue "truth" (test_verdicts.py says what each one shows)
     "verdicts/duplicate_names.py": [
         ("ONNX201", "duplicate_names.py", 15, 16, 15, 36, "error"),
-        ("ONNX201", "duplicate_names.py", 15, 16, 15, 36, "error"),
     ],
     "verdicts/dynamic_values.py": [],
     "verdicts/input_mutation.py": [],
