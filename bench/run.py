@@ -2,7 +2,7 @@
 the same run, alternating baseline and onnxlens. Prints tables and appends them to
 ``bench/RESULTS.md``. Never pass/fail.
 
-    .venv/bin/python bench/run.py [--quick] [--only recheck,cold,responsive,big,scaling]
+    .venv/bin/python bench/run.py [--quick] [--only recheck,cold,big,scaling,torches]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ MODELS = {
     "(b) MNIST": REPO / "examples" / "mnist.py",
     "(c) 6-layer encoder": BENCH / "models" / "encoder.py",
 }
-DEFAULT_SECTIONS = "recheck,cold,big,scaling"
+DEFAULT_SECTIONS = "recheck,cold,big,scaling,torches"
 TARGETS = {"(a) seed MLP": "MLPModel", "(b) MNIST": "MNISTModel",
            "(c) 6-layer encoder": "Encoder"}
 
@@ -53,8 +53,8 @@ def row(name: str, onnxlens: list[float], baseline: list[float], unit: str = "s"
 
 # -- LSP plumbing --------------------------------------------------------------------------
 
-async def start_server(root: Path) -> Any:
-    config = ClientServerConfig(server_command=[PYTHON, "-m", "lsp_server"], server_env=ENV)
+async def start_server(root: Path, python: str = PYTHON) -> Any:
+    config = ClientServerConfig(server_command=[python, "-m", "lsp_server"], server_env=ENV)
     client = await config.start()
     client.publish_events = []  # type: ignore[attr-defined]
     client.published = asyncio.Event()  # type: ignore[attr-defined]
@@ -133,8 +133,8 @@ async def save_unchanged(client: Any, uri: str) -> float:
 class Baseline:
     """A warm process running plain torch.onnx.export + ORT session + run."""
 
-    def __init__(self) -> None:
-        self.process = subprocess.Popen([PYTHON, str(BENCH / "baseline.py")], env=ENV,
+    def __init__(self, python: str = PYTHON) -> None:
+        self.process = subprocess.Popen([python, str(BENCH / "baseline.py")], env=ENV,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True, cwd=REPO)
 
@@ -210,6 +210,72 @@ async def _responsiveness(client: Any) -> str:
     return (f"Responsiveness (hover + CodeLens on another file while model (c) is checked, "
             f"{len(latencies)} requests): p50 **{p50:.1f} ms**, p95 **{p95:.1f} ms**, "
             f"max {latencies[-1] * 1000:.1f} ms.")
+
+
+# -- 6: every tested torch -----------------------------------------------------------------
+
+def torch_venvs() -> dict[str, str]:
+    """The Python of each tested torch whose venv exists (scripts/setup.sh makes them)."""
+    sys.path.insert(0, str(REPO))
+    from exporter import versions
+
+    found = {}
+    for release in versions.TESTED_TORCH:
+        venv = REPO / (".venv" if release == versions.PRIMARY_TORCH
+                       else f".venv-torch{release.version}")
+        if (venv / "bin" / "python").exists():
+            found[release.version] = str(venv / "bin" / "python")
+    return found
+
+
+async def bench_torches(repeats: int) -> list[str]:
+    """The warm re-check on every tested torch in one run: a warm server and a warm baseline
+    per torch, their samples interleaved (the others sit idle meanwhile)."""
+    pythons = torch_venvs()
+    servers = {version: await start_server(REPO, python) for version, python in pythons.items()}
+    baselines = {version: Baseline(python) for version, python in pythons.items()}
+    lines = ["| model | torch | onnxlens didSave→diagnostics | plain export+ORT (warm) | "
+             "ratio | n |", "|---|---|---|---|---|---|"]
+    across = []
+    try:
+        for name, path in MODELS.items():
+            uris = {}
+            for version, client in servers.items():
+                since = len(client.publish_events)
+                uris[version] = open_document(client, path)
+                await wait_publish(client, uris[version], since)  # first check: warm-up
+                baselines[version].time(path, TARGETS[name])
+            ours: dict[str, list[float]] = {version: [] for version in servers}
+            theirs: dict[str, list[float]] = {version: [] for version in servers}
+            for sample in range(2, repeats + 2):
+                for version, client in servers.items():
+                    theirs[version].append(baselines[version].time(path, TARGETS[name]))
+                    ours[version].append(await save_edit(client, path, uris[version], sample))
+            for version in servers:
+                lines.append(row(f"{name} | {version}", ours[version], theirs[version]))
+            first, *others = servers
+            for version in others:
+                ratio = statistics.median(ours[version]) / statistics.median(ours[first])
+                across.append(f"{name}: torch {version} / {first} = **{ratio:.2f}**")
+            for client, uri in ((servers[v], uris[v]) for v in servers):
+                client.text_document_did_close(types.DidCloseTextDocumentParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri)))
+    finally:
+        for baseline in baselines.values():
+            baseline.close()
+        for client in servers.values():
+            await stop_server(client)
+    missing = [r for r in _tested_versions() if r not in pythons]
+    return lines + ["", "onnxlens's warm re-check across torches (goal: within 20 %): "
+                    + ("; ".join(across) or "only one torch installed") + "."] + (
+        [f"Not measured (no venv; `ONNXLENS_TORCH=<version> scripts/setup.sh`): "
+         f"{', '.join(missing)}."] if missing else [])
+
+
+def _tested_versions() -> list[str]:
+    from exporter import versions
+
+    return [release.version for release in versions.TESTED_TORCH]
 
 
 # -- 2: cold start -------------------------------------------------------------------------
@@ -378,6 +444,9 @@ def main() -> None:
         depths = [1, 4, 16] if args.quick else [1, 4, 16, 64]
         sections.append(("5. Scaling (the ratio must not grow with N)",
                          bench_scaling(repeats, depths)))
+    if "torches" in only:
+        sections.append(("6. Warm re-check on every tested torch (goal: within 20 %)",
+                         asyncio.run(bench_torches(recheck_repeats))))
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     report = [f"## Run of {stamp}", "", machine(), "",
               "Medians after a warm-up, baseline and onnxlens alternating in the same run; "

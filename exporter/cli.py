@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from exporter import __version__, shortcuts
+from exporter import __version__, shortcuts, versions
 from exporter.config import ProjectConfig, find_root, load_config
 from exporter.report import display_path, filter_rules, format_diagnostic, format_text, result_json
 from exporter.rules import RULES
@@ -44,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="onnxlens", description="Find every ONNX export problem of annotated PyTorch "
         "models, located on your own source lines.")
-    parser.add_argument("--version", action="version", version=f"onnxlens {__version__}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="print onnxlens's version, the export toolchain's versions and "
+                        "which capabilities and speed patches are on, and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     check = commands.add_parser("check", help="check every export target in files/directories")
@@ -86,6 +88,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: what a bug report needs (imports torch, so only when asked)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"onnxlens {__version__}")
+        try:
+            from exporter import toolchain
+            from exporter.session import ExportSession
+
+            ExportSession().probe_toolchain()
+            print(toolchain.current().describe())
+        except ImportError as error:
+            print(f"export toolchain: not importable ({error})")
+        parser.exit()
+
+
 def _lsp(args: argparse.Namespace) -> int:
     from lsp_server.__main__ import main as lsp_main
 
@@ -116,17 +135,34 @@ def _session(config: ProjectConfig) -> Any:
     for name in shortcuts.unknown_names():
         print(f"onnxlens: warning: {shortcuts.ENVIRONMENT_VARIABLE} names no shortcut "
               f"{name!r} (known: {', '.join(shortcuts.SHORTCUTS)})", file=sys.stderr)
+    for name in torch_compat_unknown_names():
+        print(f"onnxlens: warning: ONNXLENS_CAPABILITIES_OFF names no capability {name!r}",
+              file=sys.stderr)
     try:
+        from exporter import toolchain, torch_compat
         from exporter.context import Settings
         from exporter.session import ExportSession
 
-        return ExportSession(Settings(opset=config.get("opset"), atol=config.get("atol"),
-                                      rtol=config.get("rtol")))
+        session = ExportSession(Settings(opset=config.get("opset"), atol=config.get("atol"),
+                                         rtol=config.get("rtol")))
     except ImportError as error:  # torch, onnx, onnxscript or onnxruntime is missing
         raise UsageError(
             f"ONNX904: a dependency of the export toolchain is missing ({error}). Install it "
-            f"into {sys.executable}: pip install torch==2.13.0 onnx onnxscript onnxruntime"
-        ) from error
+            f"into {sys.executable}: {versions.install_hint()}") from error
+    if not torch_compat.TORCH_TESTED:  # which speed patches give the same ONNX here
+        session.probe_toolchain()
+    message = toolchain.current().message()
+    if message:
+        print(message, file=sys.stderr)
+    return session
+
+
+def torch_compat_unknown_names() -> list[str]:
+    try:
+        from exporter import torch_compat
+    except ImportError:
+        return []
+    return torch_compat.unknown_names()
 
 
 def _python_files(paths: list[Path]) -> list[Path]:
@@ -204,7 +240,10 @@ def _check(args: argparse.Namespace) -> int:
 def _render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
                   root: Path) -> str:
     if args.format == "json":
-        return json.dumps(result_json(result, diagnostics), indent=2) + "\n"
+        from exporter import toolchain
+
+        return json.dumps({**result_json(result, diagnostics),
+                           "toolchain": toolchain.current().to_json()}, indent=2) + "\n"
     if args.format == "sarif":
         from exporter.diagnostics import sort_key
         from exporter.result import CheckResult

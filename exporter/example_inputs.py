@@ -11,7 +11,8 @@ import copy
 from typing import Any
 
 import torch
-from torch.utils import _pytree
+
+from exporter import torch_compat
 
 
 def fresh_copy(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
@@ -19,7 +20,7 @@ def fresh_copy(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, An
     try:
         copied_args, copied_kwargs = copy.deepcopy((args, kwargs))
     except Exception:  # an input that cannot be deep-copied: clone what pytree reaches
-        copied_args, copied_kwargs = _pytree.tree_map(
+        copied_args, copied_kwargs = torch_compat.tree_map(
             lambda leaf: leaf.clone() if isinstance(leaf, torch.Tensor) else leaf,
             (args, kwargs))
     return tuple(copied_args), dict(copied_kwargs)

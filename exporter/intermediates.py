@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 import onnx
 import torch
-from torch.utils import _pytree
 
-from exporter import ort_runner
+from exporter import ort_runner, torch_compat
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ def _torch_values(module: torch.fx.GraphModule, args: tuple,
                 found[node.name] = ort_runner.to_numpy(result)
             return result
 
-    flat, _ = _pytree.tree_flatten((args, kwargs))
+    flat = torch_compat.tree_leaves((args, kwargs))
     with torch.no_grad():
         Recording(module).run(*[value for value in flat if value is not None])
     return found

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 import torch
-from torch.utils import _pytree
 
+from exporter import torch_compat
 from exporter.weights_apart import PROTOBUF_LIMIT
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def create_session(model: onnx.ModelProto, serialized: bytes | None = None,
 
 def flat_inputs(args: tuple, kwargs: dict[str, Any]) -> list[Any]:
     """Inputs in the order of the ONNX graph inputs (as torch.onnx flattens them)."""
-    leaves, _ = _pytree.tree_flatten((args, kwargs))
+    leaves = torch_compat.tree_leaves((args, kwargs))
     flat = []
     for leaf in leaves:
         if leaf is None:
@@ -65,7 +65,7 @@ def flat_inputs(args: tuple, kwargs: dict[str, Any]) -> list[Any]:
 
 
 def flat_outputs(outputs: Any) -> list[Any]:
-    leaves, _ = _pytree.tree_flatten(outputs)
+    leaves = torch_compat.tree_leaves(outputs)
     return [leaf for leaf in leaves if leaf is not None]
 
 

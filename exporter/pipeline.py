@@ -13,7 +13,7 @@ from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_st
 from dataclasses import dataclass
 from io import StringIO
 
-from exporter import _torch_private
+from exporter import speedups
 from exporter.context import CheckContext
 from exporter.diagnostics import merge_duplicates, sort_key
 from exporter.result import StageState, StageStatus, TargetResult
@@ -28,7 +28,7 @@ class Stage:
     run: Callable[[CheckContext], None]
     # Returns why the stage cannot run, or "" when it can.
     blocked: Callable[[CheckContext], str]
-    # Runs under _torch_private.faster_tracing (the stages that trace; not the user's import).
+    # Runs under speedups.tracing (the stages that trace; not the user's import).
     traces: bool = True
 
 
@@ -114,7 +114,7 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
     started = time.perf_counter()
     state, reason = StageState.PASSED, ""
     try:
-        with _quiet(), (_torch_private.faster_tracing(capturing=stage.name == "capture")
+        with _quiet(), (speedups.tracing(capturing=stage.name == "capture")
                         if stage.traces else nullcontext()):
             stage.run(ctx)
     except StageFailed:

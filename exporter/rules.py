@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from enum import Enum
 
+from exporter.versions import install_hint
+
 
 class Severity(str, Enum):
     ERROR = "error"
@@ -165,8 +167,7 @@ _RULES = [
     Rule("ONNX904", "dependency-missing", "tool", _E,
          "A dependency of the export toolchain is missing.",
          "torch, onnx, onnxscript or onnxruntime could not be imported.",
-         "Install them into the interpreter that runs onnxlens: "
-         "`pip install torch==2.13.0 onnx onnxscript onnxruntime`."),
+         f"Install them into the interpreter that runs onnxlens: `{install_hint()}`."),
     Rule("ONNX999", "internal-error", "tool", _E,
          "onnxlens failed internally.",
          "An unexpected error in onnxlens itself; the model may be fine.",

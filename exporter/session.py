@@ -40,29 +40,46 @@ class ExportSession:
 
         _quiet_torch_logs()
 
-        from exporter import _torch_private
+        from exporter import torch_compat
 
-        self._private = _torch_private
+        self._compat = torch_compat
         self.settings = settings or Settings()
         self._registries: dict[int, Any] = {}
 
     def warm_up(self) -> None:
-        """Build the default registry before the first check asks for it, then freeze what
-        exists (torch, the registry: alive for the process's life anyway) out of the cyclic
-        collector's reach, so that a full collection during a check does not walk it
-        (≈0.2 s each in a process that imported torch)."""
-        self.registry(self.settings.opset, None)
+        """Build the default registry and run the behavioural probes (the probe model through
+        capture and translation, which also fills torch's caches) before the first check
+        asks for them, then freeze what exists (torch, the registry: alive for the process's
+        life anyway) out of the cyclic collector's reach, so that a full collection during a
+        check does not walk it (≈0.2 s each in a process that imported torch)."""
+        self.probe_toolchain()
         gc.freeze()
+
+    def probe_toolchain(self) -> None:
+        """The behavioural probe of torch's private APIs; on an untested torch, also the
+        comparison that decides which speed patches stay on (exporter.speedups)."""
+        import warnings
+
+        from exporter import speedups
+
+        opset = self.settings.opset
+        with warnings.catch_warnings():  # torch's deprecation warnings, not the user's
+            warnings.simplefilter("ignore")
+            self._compat.probe_pipeline(lambda: self.registry(opset, None), opset)
+            speedups.verify_on_untested_torch(
+                lambda: self._compat.probe_export(self.registry(opset, None), opset))
 
     def registry(self, opset: int | None, table: dict[Callable, Callable] | None) -> Any:
         """The registry torch.onnx.export builds for a model of ``opset`` (None: its
         default), with ``table`` registered on top."""
-        private = self._private
-        opset = private.registry_opset(opset if opset is not None else private.default_opset())
+        compat = self._compat
+        if not compat.available("staged-translation"):
+            return None
+        opset = compat.registry_opset(opset if opset is not None else compat.default_opset())
         if opset not in self._registries:
-            self._registries[opset] = self._private.build_registry(opset)
+            self._registries[opset] = compat.build_registry(opset)
         base = self._registries[opset]
-        return self._private.registry_with(base, table) if table else base
+        return compat.registry_with(base, table) if table else base
 
     def discover(self, path: Path, source: str | None = None) -> Discovery:
         return discover(path, read_source(path) if source is None else source)

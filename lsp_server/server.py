@@ -23,6 +23,7 @@ from exporter.result import CheckResult
 from exporter.serialize import diagnostic_from_data
 from exporter.sourcetext import source_lines
 from exporter.targets import Target, discover
+from exporter.versions import install_hint
 from lsp_server import features
 from lsp_server.checks import Checker, new_token, with_progress
 from lsp_server.convert import PositionConverter, path_uri, to_lsp
@@ -58,6 +59,7 @@ class OnnxLensServer(LanguageServer):
         self.worker_state = "stopped"
         self.root: Path | None = None
         self._restart_lock = asyncio.Lock()
+        self._told_toolchain: str | None = None
         self._background: set[asyncio.Future[Any]] = set()
 
     def spawn(self, work: Any) -> None:
@@ -153,8 +155,14 @@ class OnnxLensServer(LanguageServer):
         except WorkerUnavailable as error:
             self.tell(f"onnxlens cannot check models: {error}. Install torch, onnx, "
                       "onnxscript and onnxruntime into the interpreter that runs the server "
-                      "(pip install torch==2.13.0 onnx onnxscript onnxruntime).",
-                      types.MessageType.Error)
+                      f"({install_hint()}).", types.MessageType.Error)
+            return
+        # an untested torch, or a capability that fell back: said once per worker start
+        message = (ready.get("toolchain") or {}).get("message")
+        if message and message != self._told_toolchain:
+            self._told_toolchain = message
+            self.log(message, "warning")
+            self.tell(message, types.MessageType.Info)
 
     def job_request(self, op: str, target: Target, text: str, **extra: Any) -> dict[str, Any]:
         """A worker job for ``target`` as the user's editor shows ``text``, with the limits

@@ -19,7 +19,8 @@ Protocol: JSON lines. Requests on stdin: ``{"id", "op": "check"|"save"|"run", ..
 ``{"id", "op": "cancel", "job": ID}``, ``{"op": "status"}``, ``{"op": "shutdown"}``.
 Events on the original stdout (the job's own prints go to stderr): ``{"event": "ready"}``,
 ``{"id", "answer": ..., "pid"}`` (the job's process), ``{"id", "failure":
-"timeout"|"memory"|"crashed"|"cancelled"}``, ``{"id", "status": {"pid", "jobs", "spare"}}``.
+"timeout"|"memory"|"crashed"|"cancelled"}``,
+``{"id", "status": {"pid", "jobs", "spare", "toolchain"}}`` (``exporter.toolchain``).
 """
 
 from __future__ import annotations
@@ -103,43 +104,17 @@ class Worker:
 
         _no_tqdm_monitor()
         self.session = ExportSession()
-        self.session.warm_up()
-        self._warm_export()
+        self.session.warm_up()  # also exports a tiny model: torch's caches warm
         _import_job_modules()
         # What exists now lives as long as the worker: out of the collector's reach, a job's
         # full collection does not traverse it (nor copy its pages).
         gc.freeze()
+        from exporter import toolchain
+
+        self.toolchain = toolchain.current().to_json()
         self.send({"event": "ready", "pid": os.getpid(),
-                   "seconds": round(time.perf_counter() - started, 3)})
-
-    def _warm_export(self) -> None:
-        """Capture (with a dynamic dimension and a dict input) and translate a tiny model.
-
-        torch.export traces with fake tensors, so no real kernel runs here; the tiny
-        parameters are initialized below ATen's parallel grain size, so no OpenMP thread pool
-        is created either (checked by a test). The forked checks then find torch.export's and
-        the translator's caches warm."""
-        import torch
-
-        from exporter import _torch_private
-
-        class Warm(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.linear = torch.nn.Linear(4, 4)
-
-            def forward(self, x: torch.Tensor, extra: dict[str, torch.Tensor]) -> torch.Tensor:
-                return torch.sigmoid(self.linear(x)) + extra["bias"]
-
-        example = (torch.zeros(2, 4), {"bias": torch.zeros(2, 4)})
-        batch = torch.export.Dim("batch")
-        with _torch_private.faster_tracing(capturing=True):
-            program = torch.export.export(Warm().eval(), example, strict=False,
-                                          dynamic_shapes=({0: batch}, {"bias": {0: batch}}))
-        with _torch_private.faster_tracing():
-            registry = self.session.registry(None, None)
-            if registry is not None:
-                _torch_private.translate(_torch_private.decompose(program, registry), registry)
+                   "seconds": round(time.perf_counter() - started, 3),
+                   "toolchain": self.toolchain})
 
     # -- loop ------------------------------------------------------------------------------
 
@@ -182,6 +157,7 @@ class Worker:
                 "jobs": [{"id": job.id, "pid": job.pid} for job in self.jobs.values()],
                 "spare": None if self.spare is None else {"pid": self.spare.pid,
                                                           "warm": self.spare.warm},
+                "toolchain": self.toolchain,
             }})
         else:
             self._start(request)

@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
-# Create .venv and install onnxlens with everything it needs. Idempotent: a second run with
-# an unchanged pyproject.toml does nothing.
+# Create a venv and install onnxlens with everything it needs. Idempotent: a second run with
+# an unchanged pyproject.toml, exporter/versions.py and setup script does nothing.
 #
-# torch is installed first and pinned (the CPU build, torch==2.13.0) so that pip never picks a
-# torch build on its own: an unpinned torch pulls gigabytes of CUDA packages.
+#   bash scripts/setup.sh                       # .venv, the primary torch (CPU build)
+#   ONNXLENS_TORCH=2.14.1 bash scripts/setup.sh # .venv-torch2.14.1, with torchvision beside it
+#
+# The torch versions onnxlens supports, and what each installs beside it, are listed once in
+# exporter/versions.py (read here without importing the project). torch is installed first and
+# pinned on every pip line so that pip never picks a torch build on its own: an unpinned torch
+# pulls gigabytes of CUDA packages.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="${ONNXLENS_VENV:-$repo/.venv}"
 python="${PYTHON:-python3}"
-torch_spec="torch==2.13.0"
+versions="$repo/exporter/versions.py"
+torch_version="${ONNXLENS_TORCH:-$("$python" "$versions" primary)}"
+# Every pin for this torch (torch==X, and e.g. torchvision==Y); fails on an unsupported one.
+read -r -a torch_specs <<<"$("$python" "$versions" pins "$torch_version")"
+if [ -n "${ONNXLENS_VENV:-}" ]; then
+    venv="$ONNXLENS_VENV"
+elif [ "$torch_version" = "$("$python" "$versions" primary)" ]; then
+    venv="$repo/.venv"
+else
+    venv="$repo/.venv-torch$torch_version"
+fi
 
 if [ ! -x "$venv/bin/python" ]; then
     echo "setup: creating $venv"
@@ -17,15 +31,15 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 
 stamp="$venv/.onnxlens-setup-stamp"
-want="$(cat "$repo/pyproject.toml" "$repo/scripts/setup.sh" | cksum)"
+want="$(cat "$repo/pyproject.toml" "$repo/scripts/setup.sh" "$versions" | cksum) $torch_version"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
         && "$venv/bin/python" -c "import torch, onnx, onnxscript, onnxruntime, exporter" 2>/dev/null; then
     exit 0
 fi
 
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-echo "setup: installing $torch_spec (CPU build)"
-"${pip[@]}" "$torch_spec" </dev/null
+echo "setup: installing ${torch_specs[*]} into $venv"
+"${pip[@]}" "${torch_specs[@]}" </dev/null
 echo "setup: installing onnxlens with the export, lsp and dev extras"
-"${pip[@]}" -e "$repo[export,lsp,dev]" "$torch_spec" </dev/null
+"${pip[@]}" -e "$repo[export,lsp,dev]" "${torch_specs[@]}" </dev/null
 echo "$want" >"$stamp"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Run every test: installs what the tests need (Python packages, the SARIF tools, npm
-# packages, code-server, Chromium), checks ruff, runs pytest, then the VS Code extension's
-# tests. Extra arguments go to pytest.
+# packages, code-server, Chromium), checks ruff, runs pytest on the primary torch, then the
+# exporter, language server and differential corpus tests again on every other tested torch
+# (exporter/versions.py; each in a venv of its own that scripts/setup.sh installs), then the
+# VS Code extension's tests. Extra arguments go to pytest.
+# ONNXLENS_SKIP_OTHER_TORCH=1 leaves the other torches out (e.g. while working on one part).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +23,19 @@ if [ "$status" -eq 5 ]; then
     status=1
 fi
 
+# The same verdicts on every torch a user has: the other tested torches, each in its venv.
+other_status=0
+if [ "${ONNXLENS_SKIP_OTHER_TORCH:-0}" != "1" ] && [ -z "${ONNXLENS_VENV:-}" ]; then
+    primary="$(python3 exporter/versions.py primary)"
+    for torch_version in $(python3 exporter/versions.py tested); do
+        [ "$torch_version" = "$primary" ] && continue
+        echo "test: torch $torch_version: exporter, language server and corpus tests"
+        ONNXLENS_TORCH="$torch_version" bash "$repo/scripts/setup.sh"
+        "$repo/.venv-torch$torch_version/bin/python" -m pytest tests/exporter tests/lsp \
+            tests/corpus "$@" || other_status=$?
+    done
+fi
+
 # The VS Code extension: unit tests, the .vsix, end-to-end tests in code-server + Chromium.
 # ONNXLENS_SKIP_EXTENSION=1 leaves them out (e.g. while working on the server alone).
 extension_status=0
@@ -27,7 +43,8 @@ if [ "${ONNXLENS_SKIP_EXTENSION:-0}" != "1" ]; then
     ONNXLENS_PYTHON="$venv/bin/python" bash "$repo/vscode-extension/scripts/test.sh" \
         || extension_status=$?
 fi
-if [ "$status" -ne 0 ] || [ "$extension_status" -ne 0 ]; then
-    echo "test: pytest exit $status, extension tests exit $extension_status" >&2
+if [ "$status" -ne 0 ] || [ "$other_status" -ne 0 ] || [ "$extension_status" -ne 0 ]; then
+    echo "test: pytest exit $status, other torches' pytest exit $other_status, extension" \
+         "tests exit $extension_status" >&2
     exit 1
 fi

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from exporter import _torch_private
+from exporter import torch_compat
 from exporter.context import CheckContext
 from exporter.diagnostics import Diagnostic, Location
 from exporter.example_inputs import fresh_copy
@@ -31,8 +31,8 @@ _EXCEPTION_RULES: list[tuple[str, re.Pattern[str]]] = [
 
 
 def run(ctx: CheckContext) -> None:
-    dynamic_shapes = _torch_private.dynamic_shapes_for_export(ctx.dynamic_shapes)
-    attempts = _torch_private.capture(ctx.model, *fresh_copy(ctx.args, ctx.kwargs),
+    dynamic_shapes = torch_compat.dynamic_shapes_for_export(ctx.dynamic_shapes)
+    attempts = torch_compat.capture(ctx.model, *fresh_copy(ctx.args, ctx.kwargs),
                                       dynamic_shapes)
     captured = next((a for a in attempts if a.program is not None), None)
     if captured is not None:
@@ -44,7 +44,8 @@ def run(ctx: CheckContext) -> None:
     # finds every capture problem at once; torch.onnx reports the first strategy's error.
     first_error = next(a.error for a in attempts if a.error is not None)
     draft, _ = _draft_export(ctx, dynamic_shapes)
-    found = _report_draft_failures(ctx, draft) if draft is not None else []
+    report = torch_compat.draft_failures(draft) if draft is not None else None
+    found = _report_draft_failures(ctx, draft, *report) if report is not None else []
     if not found:
         _report_exception(ctx, first_error)
     if draft is None or not found:
@@ -88,13 +89,12 @@ def _pretty_source(source: str) -> str:
     return text.replace(".size()", ".shape")
 
 
-def _report_draft_failures(ctx: CheckContext, draft: Any) -> list[Diagnostic]:
-    report = draft._report
-    files = _torch_private.draft_report_files(report)
+def _report_draft_failures(ctx: CheckContext, draft: Any,
+                           failures: list[torch_compat.DraftFailure],
+                           files: dict[int, str]) -> list[Diagnostic]:
     found: list[Diagnostic] = []
-    for failure in report.failures:
-        kind = getattr(failure.failure_type, "name", str(failure.failure_type))
-        data = failure.data if isinstance(failure.data, dict) else {}
+    for failure in failures:
+        kind, data = failure.kind, failure.data
         frames = _frames(data.get("user_stack") or data.get("stack") or [], files)
         where = ctx.map_frames(frames)
         if kind == "DATA_DEPENDENT_ERROR":
@@ -219,10 +219,9 @@ def _suggestion_source(suggestion: Any) -> str:
             if isinstance(value, tuple):
                 return f"({inner},)" if len(value) == 1 else f"({inner})"
             return f"[{inner}]"
+        if torch_compat.is_dim_hint(value):
+            return f"torch.export.Dim.{torch_compat.dim_hint_name(value)}"
         name = type(value).__name__
-        if name == "_DimHint" or "DimHint" in name:
-            hint_type = getattr(value, "type", None)
-            return f"torch.export.Dim.{getattr(hint_type, 'name', 'AUTO')}"
         if name in ("_Dim", "Dim") or (hasattr(value, "__name__") and "Dim" in repr(type(value))):
             return f"torch.export.Dim({value.__name__!r})"
         return repr(value)

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from exporter import _torch_private, ort_runner
+from exporter import ort_runner, torch_compat
 from exporter.context import CheckContext
 from exporter.example_inputs import fresh_copy, resized
 from exporter.source_map import exception_frames
@@ -93,10 +93,13 @@ def _locate_specialization(ctx: CheckContext, headline: str) -> bool:
     except Exception:
         logging.getLogger(__name__).debug("re-capture failed", exc_info=True)
         return False
-    files = _torch_private.draft_report_files(program._report)
+    report = torch_compat.draft_failures(program)
+    if report is None:
+        return False
+    failures, files = report
     found = False
-    for failure in program._report.failures:
-        if getattr(failure.failure_type, "name", "") == "GUARD_ADDED":
+    for failure in failures:
+        if failure.kind == "GUARD_ADDED":
             report_guard(ctx, failure.data, files, prefix=headline)
             found = True
     return found
@@ -190,7 +193,5 @@ def _resized_inputs(args: tuple, kwargs: dict[str, Any], declared: DeclaredDims,
     def swap(value: Any) -> Any:
         return replacements.get(id(value), value)
 
-    from torch.utils import _pytree
-
-    new_args, new_kwargs = _pytree.tree_map(swap, (args, kwargs))
+    new_args, new_kwargs = torch_compat.tree_map(swap, (args, kwargs))
     return tuple(new_args), dict(new_kwargs)

@@ -8,7 +8,7 @@ from typing import Any
 
 import onnx_ir as ir
 
-from exporter import _torch_private, shortcuts
+from exporter import shortcuts, torch_compat
 from exporter.context import CheckContext
 from exporter.diagnostics import Related
 from exporter.onnx_nodes import op_histogram, value_infos
@@ -33,7 +33,7 @@ def run(ctx: CheckContext) -> None:
         _translate_publicly(ctx, opset)
         return
     try:
-        decomposed = _torch_private.decompose(ctx.exported_program, registry)
+        decomposed = torch_compat.decompose(ctx.exported_program, registry)
     except Exception as error:
         reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         node = _node_in_traceback(error)
@@ -47,7 +47,7 @@ def run(ctx: CheckContext) -> None:
         raise StageFailed from error
     ctx.decomposed_program = decomposed
 
-    missing = _torch_private.unsupported_nodes(decomposed, registry)
+    missing = torch_compat.unsupported_nodes(decomposed, registry)
     for node in missing:
         op = _op_name(node.target)
         original = node.meta.get("original_aten")
@@ -64,13 +64,13 @@ def run(ctx: CheckContext) -> None:
         raise StageFailed
 
     try:
-        ctx.onnx_program = _torch_private.translate(decomposed, registry)
+        ctx.onnx_program = torch_compat.translate(decomposed, registry)
     except Exception as error:
         _report_node_error(ctx, error)
         raise StageFailed from error
     try:
         # weights="none": the optimizer folds constants, which needs their values
-        _torch_private.finish_model(ctx.onnx_program, opset,
+        torch_compat.finish_model(ctx.onnx_program, opset,
                                     optimize=ctx.settings.optimize and not ctx.weightless,
                                     input_names=ctx.option("input_names"),
                                     output_names=ctx.option("output_names"))
@@ -79,7 +79,7 @@ def run(ctx: CheckContext) -> None:
         ctx.report("ONNX202", "Finishing the ONNX model (opset conversion, optimization, "
                    f"input and output names) failed: {reason.rstrip(': ')}")
         raise StageFailed from error
-    _torch_private.rename_dynamic_axes(ctx.onnx_program, ctx.dynamic_shapes)
+    torch_compat.rename_dynamic_axes(ctx.onnx_program, ctx.dynamic_shapes)
     _finish(ctx)
     _report_opset(ctx, opset)
 
@@ -87,7 +87,7 @@ def run(ctx: CheckContext) -> None:
 def requested_opset(ctx: CheckContext) -> int:
     """The pragma's opset, else the project's, else torch.onnx.export's default."""
     opset = ctx.option("opset", ctx.settings.opset)
-    return int(opset) if opset is not None else _torch_private.default_opset()
+    return int(opset) if opset is not None else torch_compat.default_opset()
 
 
 def _report_opset(ctx: CheckContext, requested: int) -> None:
@@ -120,16 +120,15 @@ def _node_in_traceback(error: BaseException) -> Any:
 
 def _overload_data(overload: Any) -> dict[str, Any]:
     """What a translation stub needs: ``torch.ops.aten.i0.default`` and its argument names."""
-    schema = getattr(overload, "_schema", None)
-    if schema is None:
+    names = torch_compat.argument_names(overload)
+    if names is None:
         return {}
-    return {"overload": f"torch.ops.{overload}",
-            "arguments": [argument.name for argument in schema.arguments]}
+    return {"overload": f"torch.ops.{overload}", "arguments": names}
 
 
 def _translate_publicly(ctx: CheckContext, opset: int) -> None:
     try:
-        ctx.onnx_program = _torch_private.public_export(
+        ctx.onnx_program = torch_compat.public_export(
             ctx.exported_program, (), {}, optimize=ctx.settings.optimize, opset_version=opset,
             custom_translation_table=ctx.option("custom_translation_table"),
             input_names=ctx.option("input_names"), output_names=ctx.option("output_names"),

@@ -1,7 +1,8 @@
 """The corpus's CI subset, chosen by rule: every ExportDB example, every fixture and example of
-this project, and a handful of transformers architectures (a tied-embedding causal LM, an
+this project, a handful of transformers architectures (a tied-embedding causal LM, an
 encoder, an encoder–decoder, a windowed vision model, a decoder with dynamic batch and
-sequence).
+sequence) and, where torchvision imports (the torch 2.14.1 leg), two classification models
+and a detection model.
 
 A test of a speed shortcut checks the same subset again with the shortcut switched off and
 compares onnxlens's verdicts::
@@ -23,12 +24,16 @@ from tests.corpus.corpus import (
     Corpus,
     exportdb_names,
     materialize_exportdb,
+    materialize_torchvision,
     materialize_transformers,
     project_files,
+    torchvision_models,
 )
 from tests.corpus.harness import Outcome, TargetKey, run_corpus
 from tests.corpus.harness import lens_verdicts as _lens_verdicts
 
+#: with torchvision (the torch 2.14.1 leg): classification and a detection model (NMS)
+CI_TORCHVISION = ("resnet18", "mobilenet_v3_small", "fasterrcnn_mobilenet_v3_large_320_fpn")
 CI_TRANSFORMERS = ("hf.gpt2", "hf.llama.tied", "hf.bert", "hf.t5", "hf.swin", "hf.llama.dynamic")
 CI_MODEL_TYPES = ("gpt2", "llama", "bert", "t5", "swin")
 
@@ -43,6 +48,8 @@ def ci_ids() -> list[str]:
                     for p in corpus_file.annotation_problems]
     ids += [f"transformers:{name.replace('.', '_').replace('-', '_')}.py::{name}"
             for name in CI_TRANSFORMERS]
+    if torchvision_models() is not None:
+        ids += [f"torchvision:tv_{name}.py::tv.{name}" for name in CI_TORCHVISION]
     return ids
 
 
@@ -57,6 +64,7 @@ def ci_corpus(workspace: Path) -> Corpus:
     corpus.extend(project_files("examples"))
     corpus.extend(materialize_transformers(workspace, types=list(CI_MODEL_TYPES),
                                            names=set(CI_TRANSFORMERS)))
+    corpus.extend(materialize_torchvision(workspace, CI_TORCHVISION))
     return corpus
 
 

@@ -5,6 +5,9 @@
 * ``transformers``: every architecture the pinned transformers builds from a small config
   (:mod:`tests.corpus.hf_probe`), one generated target file each, plus variants
   (:mod:`tests.corpus.hf_models`);
+* ``torchvision``: torchvision's classification models and its detection models (NMS,
+  data-dependent shapes), random weights, one generated target file each; only where
+  torchvision imports beside the installed torch (the torch 2.14.1 leg);
 * ``fixtures`` and ``examples``: the project's own files, used in place (read-only).
 
 Generated files live in a workspace directory the caller gives (a temporary directory);
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from tests.corpus.common import REPO
 
-SOURCES = ("exportdb", "transformers", "fixtures", "examples")
+SOURCES = ("exportdb", "transformers", "torchvision", "fixtures", "examples")
 FIXTURES = REPO / "tests" / "exporter" / "fixtures"
 EXAMPLES = REPO / "examples"
 BUILDER = "_onnxlens_corpus_target"
@@ -169,6 +172,60 @@ def materialize_transformers(workspace: Path, jobs: int = 2, *, types: list[str]
     return corpus
 
 
+# -- torchvision ----------------------------------------------------------------------------
+
+#: detection models, with the image size their transform resizes to
+TORCHVISION_DETECTION = {"fasterrcnn_mobilenet_v3_large_320_fpn": 320,
+                         "ssdlite320_mobilenet_v3_large": 320}
+_TORCHVISION_TEMPLATE = '''"""torchvision's `{model}`, random weights (the differential corpus)."""
+import torch
+import torchvision
+
+
+# onnx-export: name="tv.{model}"
+def {builder}():
+    torch.manual_seed(0)
+    model = torchvision.models.get_model("{model}", weights=None{backbone}).eval()
+    return model, ({example},)
+'''
+
+
+def torchvision_models() -> list[str] | None:
+    """Every classification model and the detection models; None without torchvision."""
+    if importlib.util.find_spec("torchvision") is None:
+        return None
+    try:
+        import torchvision
+    except Exception:  # PyPI's torchvision does not import beside another torch's build
+        return None
+    classification = torchvision.models.list_models(module=torchvision.models)
+    return sorted(classification) + sorted(TORCHVISION_DETECTION)
+
+
+def torchvision_source(model: str) -> str:
+    size = TORCHVISION_DETECTION.get(model)
+    example = (f"[torch.rand(3, {size}, {size})]" if size
+               else "torch.randn(1, 3, 224, 224)")  # 224: what ViT and Swin insist on
+    return _TORCHVISION_TEMPLATE.format(model=model, builder=BUILDER, example=example,
+                                        backbone=", weights_backbone=None" if size else "")
+
+
+def materialize_torchvision(workspace: Path, names: Iterable[str] | None = None) -> Corpus:
+    root = workspace / "torchvision"
+    root.mkdir(parents=True, exist_ok=True)
+    corpus = Corpus(workspace)
+    available = torchvision_models()
+    if available is None:
+        corpus.not_buildable.append(NotBuildable(
+            "torchvision", "tv.*", "torchvision does not import beside this torch"))
+        return corpus
+    for model in available if names is None else [n for n in names if n in available]:
+        path = root / f"tv_{model}.py"
+        path.write_text(torchvision_source(model), encoding="utf-8")
+        corpus.files.append(CorpusFile("torchvision", path, root, [f"tv.{model}"]))
+    return corpus
+
+
 # -- the project's own files -----------------------------------------------------------------
 
 def project_files(source: str) -> Corpus:
@@ -195,6 +252,8 @@ def materialize(workspace: Path, sources: Iterable[str] = SOURCES, jobs: int = 2
             corpus.extend(materialize_exportdb(workspace))
         elif source == "transformers":
             corpus.extend(materialize_transformers(workspace, jobs, log=log))
+        elif source == "torchvision":
+            corpus.extend(materialize_torchvision(workspace))
         else:
             corpus.extend(project_files(source))
     return corpus

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from exporter import _torch_private
+from exporter import shortcuts, speedups, torch_compat
 
 
 class Normed(torch.nn.Module):
@@ -15,14 +15,14 @@ class Normed(torch.nn.Module):
 
 
 def _decomposed_code(model: torch.nn.Module, registry, cached: bool, monkeypatch) -> str:
-    monkeypatch.setattr(_torch_private, "CACHED_DECOMPOSITION", cached)
+    monkeypatch.setenv(shortcuts.ENVIRONMENT_VARIABLE, "" if cached else "cached-decomposition")
     program = torch.export.export(model, (torch.randn(3, 4),), strict=False,
                                   dynamic_shapes=({0: torch.export.Dim("batch")},))
-    return _torch_private.decompose(program, registry).graph_module.code
+    return torch_compat.decompose(program, registry).graph_module.code
 
 
 def test_cached_decomposition_is_available_for_this_torch():
-    assert _torch_private.CACHED_DECOMPOSITION
+    assert speedups.active("cached-decomposition")
 
 
 def test_cached_decomposition_matches_torchs_own(session, monkeypatch):
@@ -63,15 +63,15 @@ def test_kernels_registered_the_short_way_keep_torchs_checks(custom_op):
         return x
 
     try:
-        assert _torch_private._py_impl(custom_op, key)(kernel) is kernel
+        assert speedups._py_impl(custom_op, key)(kernel) is kernel
         assert custom_op.py_kernels[key] is kernel
         with pytest.raises(RuntimeError, match="Trying to override a python impl"):
-            _torch_private._py_impl(custom_op, key)(kernel)
+            speedups._py_impl(custom_op, key)(kernel)
     finally:
         custom_op.py_kernels.pop(key, None)
         custom_op._dispatch_cache.clear()
     with pytest.raises(AssertionError, match="mode for the DispatchKey"):  # torch's own path
-        _torch_private._py_impl(custom_op, torch._C.DispatchKey.Python)(kernel)
+        speedups._py_impl(custom_op, torch._C.DispatchKey.Python)(kernel)
 
 
 def test_decompose_puts_py_impl_back(session, monkeypatch):

@@ -7,7 +7,7 @@ import textwrap
 
 import torch
 
-from exporter import _torch_private
+from exporter import torch_compat
 from exporter.session import ExportSession
 
 MODEL = textwrap.dedent("""
@@ -27,13 +27,13 @@ def _rules(result):
 
 def test_registry_is_built_once_and_edits_are_seen(tmp_path, monkeypatch):
     builds = []
-    original = _torch_private.build_registry
+    original = torch_compat.build_registry
 
     def counting(opset=None):
         builds.append(opset)
         return original(opset)
 
-    monkeypatch.setattr(_torch_private, "build_registry", counting)
+    monkeypatch.setattr(torch_compat, "build_registry", counting)
     session = ExportSession()
     model = tmp_path / "model.py"
     model.write_text(MODEL.format(body="torch.special.i0(x)"))
@@ -52,13 +52,15 @@ def test_custom_translation_table_does_not_leak_into_the_shared_registry(session
     assert not base.is_registered(torch.ops.aten.special_i0.default)
 
 
-def test_private_api_guard_matches_this_torch():
-    assert _torch_private.PRIVATE_API is _torch_private._version_ok()
-    assert _torch_private.PRIVATE_API  # the pinned torch 2.13.0 is the tested version
+def test_every_capability_works_on_this_torch():
+    """A tested torch (both CI legs): every private capability passes its probe."""
+    assert torch_compat.TORCH_TESTED
+    assert {name: r.ok for name, r in torch_compat.probe_results().items()} == \
+        dict.fromkeys(torch_compat.CAPABILITIES, True)
 
 
 def test_public_api_fallback(tmp_path, monkeypatch):
-    monkeypatch.setattr(_torch_private, "build_registry", lambda opset=None: None)
+    monkeypatch.setenv(torch_compat.ENVIRONMENT_VARIABLE, "staged-translation")
     session = ExportSession()
     model = tmp_path / "model.py"
     model.write_text(MODEL.format(body="torch.sigmoid(x) * 2"))

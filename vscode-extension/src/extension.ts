@@ -8,7 +8,7 @@ import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
 import { executeCommand } from "./commands";
 import { describeChoice, InterpreterChoice } from "./interpreter";
-import { judgeProbe, ProbeResult } from "./probe";
+import { InstallPlan, judgeProbe, ProbeResult } from "./probe";
 import { installPackages, onPythonEnvironmentChange, probeInterpreter, resolveInterpreter } from "./python";
 import { needsRestart, serverSettings } from "./settings";
 import { SHOW_OUTPUT, ServerPhase, StatusInputs, statusView } from "./status";
@@ -91,7 +91,7 @@ class OnnxLens {
       const install = `Install ${verdict.packages.join(", ")}`;
       void vscode.window.showErrorMessage(verdict.message, install, "Choose Interpreter").then((answer) => {
         if (answer === install) {
-          void this.install(choice, verdict.packages);
+          void this.install(choice, verdict.install);
         } else if (answer) {
           void vscode.commands.executeCommand("workbench.action.openSettings", "onnxlens.interpreter");
         }
@@ -100,9 +100,10 @@ class OnnxLens {
     return true; // without the packages the server still starts: targets and CodeLens work
   }
 
-  /** Install packages into the interpreter with pip, in a visible task; restart when done. */
-  private async install(choice: InterpreterChoice, packages: string[]): Promise<void> {
-    const exitCode = await installPackages(choice, packages);
+  /** Install the plan into the interpreter with pip, in visible tasks; restart when done. */
+  private async install(choice: InterpreterChoice, plan: InstallPlan): Promise<void> {
+    this.output.appendLine(`onnxlens: ${plan.description}`);
+    const exitCode = await installPackages(choice, plan);
     if (exitCode === 0) {
       await this.restart("the export packages were installed");
     } else {

@@ -4,7 +4,7 @@ import { execFile } from "child_process";
 import * as os from "os";
 import * as vscode from "vscode";
 import { chooseInterpreter, InterpreterChoice } from "./interpreter";
-import { installArguments, parseProbe, PROBE_SCRIPT, ProbeResult } from "./probe";
+import { installArguments, InstallPlan, parseProbe, PROBE_SCRIPT, ProbeResult } from "./probe";
 
 const PYTHON_EXTENSION = "ms-python.python";
 
@@ -78,14 +78,25 @@ export function probeInterpreter(choice: InterpreterChoice, cwd: string): Promis
   );
 }
 
-/** pip install into the interpreter as a VS Code task (its output in a terminal); the exit code. */
-export async function installPackages(choice: InterpreterChoice, packages: string[]): Promise<number | undefined> {
+/** pip install into the interpreter as VS Code tasks (output in a terminal), one command of
+ * the plan after the other; the first non-zero exit code, or 0. */
+export async function installPackages(choice: InterpreterChoice, plan: InstallPlan): Promise<number | undefined> {
+  for (const args of installArguments(plan)) {
+    const exitCode = await runTask(choice, args);
+    if (exitCode !== 0) {
+      return exitCode;
+    }
+  }
+  return 0;
+}
+
+async function runTask(choice: InterpreterChoice, args: string[]): Promise<number | undefined> {
   const task = new vscode.Task(
     { type: "onnxlens", task: "install" },
     vscode.TaskScope.Workspace,
-    `install ${packages.join(" ")}`,
+    `pip ${args.slice(2).join(" ")}`,
     "onnxlens",
-    new vscode.ProcessExecution(choice.command, installArguments(packages)),
+    new vscode.ProcessExecution(choice.command, args),
   );
   const ended = new Promise<number | undefined>((resolve) => {
     const listener = vscode.tasks.onDidEndTaskProcess((event) => {

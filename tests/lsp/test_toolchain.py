@@ -1,0 +1,88 @@
+"""The server says what its worker's torch is and what is degraded: ``onnxlens/status``
+carries the toolchain, and a degraded one is told once as an information message (and
+logged), while checks go on without false errors."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest_lsp
+import torch
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from exporter import torch_compat
+from tests.lsp.conftest import (
+    SERVER,
+    diagnostics_for,
+    handle_refreshes,
+    initialize_params,
+    open_file,
+    server_status,
+    wait_for,
+)
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def client(lsp_client: LanguageClient, tmp_path):
+    handle_refreshes(lsp_client)
+    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _ready_status(client: LanguageClient) -> dict:
+    """The status once the worker finished its warm-up (its toolchain is known then)."""
+    for _ in range(1800):
+        status = await server_status(client)
+        if status["worker"].get("toolchain"):
+            return status
+        await asyncio.sleep(0.05)
+    raise AssertionError("the worker never became ready")
+
+
+async def test_status_reports_the_workers_toolchain(client: LanguageClient):
+    status = await _ready_status(client)
+    toolchain = status["worker"]["toolchain"]
+    assert toolchain["packages"]["torch"] == torch.__version__
+    assert toolchain["torch_tested"] is True
+    # (pytest-lsp turns the hyphenated names into attribute names: compare the states)
+    assert list(toolchain["capabilities"].values()) == [""] * len(torch_compat.CAPABILITIES)
+    assert toolchain["message"] is None
+    assert not [m for m in client.messages if "tested with" in m.message]
+
+
+DEGRADED = ClientServerConfig(
+    server_command=SERVER.server_command,
+    server_env={**(SERVER.server_env or {}), torch_compat.ENVIRONMENT_VARIABLE: "all"})
+
+
+@pytest_lsp.fixture(config=DEGRADED)
+async def degraded(lsp_client: LanguageClient, tmp_path):
+    (tmp_path / "model.py").write_text(
+        "import torch\n\n\n"
+        "# onnx-export: args=(torch.randn(2, 3),), dynamic_shapes=({0: 'batch'},)\n"
+        "class Model(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return torch.sigmoid(x) * 2\n")
+    handle_refreshes(lsp_client)
+    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
+    lsp_client.workspace_root = tmp_path  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_degraded_toolchain_is_told_once_and_checks_stay_right(degraded: LanguageClient):
+    client = degraded
+    told = await wait_for(lambda: [m for m in client.messages if "degraded" in m.message])
+    (message,) = told
+    assert message.type == types.MessageType.Info
+    assert message.message == (
+        "onnxlens: degraded: " + ", ".join(torch_compat.CAPABILITIES) + " (turned off by "
+        "ONNXLENS_CAPABILITIES_OFF; `onnxlens --version` says what each one loses).")
+    assert any(m.message == message.message for m in client.log_messages)
+    status = await server_status(client)
+    assert status["worker"]["toolchain"]["message"] == message.message
+    uri = open_file(client, client.workspace_root / "model.py")
+    assert await diagnostics_for(client, uri) == []  # the clean model stays clean
+    assert len([m for m in client.messages if "degraded" in m.message]) == 1
