@@ -25,9 +25,9 @@ def load(spec: str) -> tuple[Any, tuple, dict, Any]:
     path = Path(file).resolve()
     target = next(t for t in session.discover(path).targets if t.name == name)
     context, _ = session.run_target(target, path.parent)
-    model = context.model
+    loaded = context.need_loaded()
     with torch.no_grad():
-        return model, context.args, context.kwargs, context.dynamic_shapes
+        return loaded.model, loaded.args, loaded.kwargs, loaded.dynamic_shapes
 
 
 def export_and_run(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> float:

@@ -295,14 +295,14 @@ def _save(args: argparse.Namespace) -> int:
     # The check runs onnxscript's optimizer as torch.onnx.export does (unless --no-optimize):
     # what is saved is the model that was checked.
     _, context, result = _prepare(args.target, args.root, optimize=not args.no_optimize)
-    if context.onnx_program is None or context.weightless:
+    if context.translated is None or context.weightless:
         _print_errors(result)
         reason = ('weights="none" models have no weights to save' if context.weightless
                   else "the export failed")
         print(f"onnxlens: not saved: {reason}; {display_path(args.output)} is unchanged.",
               file=sys.stderr)
         return EXIT_ERRORS
-    program = context.onnx_program
+    program = context.translated.onnx_program
     threshold = args.external_data_threshold or DEFAULT_EXTERNAL_DATA_THRESHOLD
     try:
         written = save_model(program.model_proto, args.output, threshold)

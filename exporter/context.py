@@ -1,17 +1,25 @@
-"""The state one target's check carries from stage to stage."""
+"""The state one target's check carries from stage to stage: the target and its options, the
+diagnostics, and one typed product per stage that made one (``Loaded``, ``Captured``,
+``Translated``, ``Validated``, ``Ran``). A stage reads the products of the stages before it and
+sets its own only when it succeeded, so a later stage runs only on what really exists."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from exporter.diagnostics import Diagnostic, Location, Related
 from exporter.source_map import Frame, Mapped, map_frames, parse_stack_trace
 from exporter.targets import Target
 
 if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import torch
+
     from exporter.session import ExportSession
 
 
@@ -28,6 +36,59 @@ class Settings:
     optimize: bool = True
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """The load stage's product: the model built from the target, in eval (or training) mode,
+    its example inputs as the user wrote them, and what eager PyTorch made of them."""
+
+    module: ModuleType
+    model: torch.nn.Module
+    args: tuple
+    kwargs: dict[str, Any]
+    dynamic_shapes: Any  # as the user gave them (string dims included)
+    eager_outputs: Any
+
+
+@dataclass(frozen=True)
+class Captured:
+    """The capture stage's product: the graph torch.onnx.export's capture made, or a draft
+    export's graph (unsound where it guessed) when every strategy failed."""
+
+    program: torch.export.ExportedProgram
+    strategy: str  # "non-strict", "strict" or "draft"
+
+    @property
+    def draft_only(self) -> bool:
+        return self.strategy == "draft"
+
+
+@dataclass(frozen=True)
+class Translated:
+    """The translate stage's product: the ONNX program, and its model with the large
+    initializers apart (external references to ``weights``, by name; see weights_apart),
+    serialized once (``model_bytes`` is None past protobuf's 2 GB limit)."""
+
+    onnx_program: torch.onnx.ONNXProgram
+    model_proto: onnx.ModelProto
+    weights: dict[str, np.ndarray]
+    model_bytes: bytes | None
+
+
+@dataclass(frozen=True)
+class Validated:
+    """The validate stage's verdict: onnx.checker and strict shape inference passed."""
+
+    valid: bool
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The runtime stage's product: an ONNX Runtime session and its outputs on the example."""
+
+    session: ort.InferenceSession
+    outputs: list[np.ndarray]
+
+
 @dataclass
 class CheckContext:
     target: Target
@@ -35,28 +96,31 @@ class CheckContext:
     session: ExportSession
     settings: Settings = field(default_factory=Settings)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-
-    # Filled in by the stages, in order.
-    module: ModuleType | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    model: Any = None
-    args: tuple = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    dynamic_shapes: Any = None
-    eager_outputs: Any = None
-    exported_program: Any = None
-    draft_only: bool = False
-    decomposed_program: Any = None
-    onnx_program: Any = None
-    # The ONNX model with its large initializers apart (external references to ``weights``,
-    # by name; see weights_apart), and serialized once (None past protobuf's 2 GB limit)
-    model_proto: Any = None
-    weights: dict[str, Any] = field(default_factory=dict)
-    model_bytes: bytes | None = None
-    invalid_model: bool = False
-    ort_session: Any = None
-    ort_outputs: list[Any] | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # the pragma's, evaluated at load
     summary: dict[str, Any] = field(default_factory=dict)
+
+    # The stages' products, in order (None: the stage did not run or did not succeed).
+    loaded: Loaded | None = None
+    captured: Captured | None = None
+    # the graph that was translated, torch.onnx's decomposition of the captured one
+    decomposed: torch.export.ExportedProgram | None = None
+    translated: Translated | None = None
+    validated: Validated | None = None
+    ran: Ran | None = None
+
+    # For the stages that run only after the one that makes the product (pipeline.STAGES says
+    # which): the product, never None there.
+    def need_loaded(self) -> Loaded:
+        return _present(self.loaded, "load")
+
+    def need_captured(self) -> Captured:
+        return _present(self.captured, "capture")
+
+    def need_translated(self) -> Translated:
+        return _present(self.translated, "translate")
+
+    def need_ran(self) -> Ran:
+        return _present(self.ran, "runtime")
 
     @property
     def weightless(self) -> bool:
@@ -108,3 +172,12 @@ class CheckContext:
         )
         self.diagnostics.append(diagnostic)
         return diagnostic
+
+
+_Product = TypeVar("_Product")
+
+
+def _present(product: _Product | None, stage: str) -> _Product:
+    if product is None:
+        raise RuntimeError(f"the {stage} stage made nothing to work on")  # a pipeline bug
+    return product

@@ -32,29 +32,33 @@ class Stage:
     traces: bool = True
 
 
-def _needs(attribute: str, reason: str) -> Callable[[CheckContext], str]:
-    return lambda ctx: "" if getattr(ctx, attribute) is not None else reason
+def _needs(product: Callable[[CheckContext], object],
+           reason: str) -> Callable[[CheckContext], str]:
+    """Blocked (with ``reason``) while the stage's input ``product`` does not exist."""
+    return lambda ctx: "" if product(ctx) is not None else reason
 
 
-def _needs_weights(attribute: str, reason: str) -> Callable[[CheckContext], str]:
+def _needs_weights(product: Callable[[CheckContext], object],
+                   reason: str) -> Callable[[CheckContext], str]:
+    """As ``_needs``, for a stage that runs the model: it needs real weights and a valid model."""
     def blocked(ctx: CheckContext) -> str:
         if ctx.weightless:
             return 'weights="none": this stage needs real weights'
-        if ctx.invalid_model:
+        if ctx.validated is not None and not ctx.validated.valid:
             return "the ONNX model is invalid (see the validate stage)"
-        return _needs(attribute, reason)(ctx)
+        return _needs(product, reason)(ctx)
 
     return blocked
 
 
 STAGES = (
     Stage("load", load.run, lambda ctx: "", traces=False),
-    Stage("capture", capture.run, _needs("model", "the target could not be loaded")),
-    Stage("translate", translate.run, _needs("exported_program", "capture failed")),
-    Stage("validate", validate.run, _needs("model_proto", "translation failed")),
-    Stage("runtime", runtime.run, _needs_weights("model_proto", "translation failed")),
-    Stage("numerics", numerics.run, _needs_weights("ort_outputs", "ONNX Runtime did not run")),
-    Stage("dynamic", dynamic.run, _needs_weights("ort_outputs", "ONNX Runtime did not run")),
+    Stage("capture", capture.run, _needs(lambda c: c.loaded, "the target could not be loaded")),
+    Stage("translate", translate.run, _needs(lambda c: c.captured, "capture failed")),
+    Stage("validate", validate.run, _needs(lambda c: c.translated, "translation failed")),
+    Stage("runtime", runtime.run, _needs_weights(lambda c: c.translated, "translation failed")),
+    Stage("numerics", numerics.run, _needs_weights(lambda c: c.ran, "ONNX Runtime did not run")),
+    Stage("dynamic", dynamic.run, _needs_weights(lambda c: c.ran, "ONNX Runtime did not run")),
 )
 
 

@@ -9,30 +9,35 @@ import numpy as np
 import torch
 
 from exporter import ort_runner
+from exporter.comparing import differences, tolerances
 from exporter.context import CheckContext
 from exporter.example_inputs import fresh_copy
 from exporter.result import TargetResult
-from exporter.stages.numerics import differences, tolerances
 
 
 def build_run_report(ctx: CheckContext, result: TargetResult, model_path: Path | None,
                      repeat: int) -> dict[str, Any]:
     if ctx.weightless:
         raise RuntimeError('weights="none" models cannot run: they have no weights')
+    failed = [s.name for s in result.stages if s.state.value == "failed"]
+    if ctx.loaded is None:
+        raise RuntimeError(f"the target could not be loaded ({', '.join(failed) or 'load'})")
     if model_path is not None:
         from exporter.artifacts import load_model
 
         session = ort_runner.create_session(load_model(model_path))
-    elif ctx.ort_session is not None:
-        session = ctx.ort_session
-    elif ctx.model_proto is not None:
-        session = ort_runner.create_session(ctx.model_proto, ctx.model_bytes, ctx.weights)
+    elif ctx.ran is not None:
+        session = ctx.ran.session
+    elif ctx.translated is not None:
+        translated = ctx.translated
+        session = ort_runner.create_session(translated.model_proto, translated.model_bytes,
+                                            translated.weights)
     else:
-        failed = [s.name for s in result.stages if s.state.value == "failed"]
         raise RuntimeError(f"the export failed ({', '.join(failed) or 'no model'})")
-    inputs = ort_runner.flat_inputs(*fresh_copy(ctx.args, ctx.kwargs))
+    loaded = ctx.loaded
+    inputs = ort_runner.flat_inputs(*fresh_copy(loaded.args, loaded.kwargs))
     outputs = ort_runner.run(session, inputs)
-    expected = [ort_runner.to_numpy(t) for t in ort_runner.flat_outputs(ctx.eager_outputs)
+    expected = [ort_runner.to_numpy(t) for t in ort_runner.flat_outputs(loaded.eager_outputs)
                 if isinstance(t, torch.Tensor)]
     names = [value.name for value in session.get_outputs()]
     comparison = [_compare(ctx, name, want, got)

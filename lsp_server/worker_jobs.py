@@ -48,12 +48,13 @@ def _save(context: Any, result: CheckResult, request: dict[str, Any]) -> dict[st
     from exporter.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, save_model
 
     errors = [diagnostic_to_data(d) for d in result.diagnostics if d.severity == "error"]
-    if context.onnx_program is None or context.weightless:
+    if context.translated is None or context.weightless:
         return {"saved": False, "diagnostics": errors,
                 "error": 'weights="none" models have no weights to save' if context.weightless
                 else "the export failed; the file was not written"}
     threshold = request.get("threshold") or DEFAULT_EXTERNAL_DATA_THRESHOLD
-    written = save_model(context.onnx_program.model_proto, Path(request["output"]), threshold)
+    written = save_model(context.translated.onnx_program.model_proto, Path(request["output"]),
+                         threshold)
     return {"saved": True, "written": [str(p) for p in written], "diagnostics": errors}
 
 

@@ -12,9 +12,10 @@ from typing import Any
 import torch
 
 from exporter import torch_compat
-from exporter.context import CheckContext
+from exporter.context import Captured, CheckContext
 from exporter.diagnostics import Diagnostic, Location
 from exporter.example_inputs import fresh_copy
+from exporter.locating import report_guard, stack_frames
 from exporter.source_map import Frame, exception_frames
 from exporter.sourcetext import node_range, source_lines
 from exporter.stages.base import StageFailed
@@ -31,14 +32,14 @@ _EXCEPTION_RULES: list[tuple[str, re.Pattern[str]]] = [
 
 
 def run(ctx: CheckContext) -> None:
-    dynamic_shapes = torch_compat.dynamic_shapes_for_export(ctx.dynamic_shapes)
-    attempts = torch_compat.capture(ctx.model, *fresh_copy(ctx.args, ctx.kwargs),
-                                      dynamic_shapes)
+    loaded = ctx.need_loaded()
+    dynamic_shapes = torch_compat.dynamic_shapes_for_export(loaded.dynamic_shapes)
+    attempts = torch_compat.capture(loaded.model, *fresh_copy(loaded.args, loaded.kwargs),
+                                    dynamic_shapes)
     captured = next((a for a in attempts if a.program is not None), None)
-    if captured is not None:
-        ctx.exported_program = captured.program
+    if captured is not None and captured.program is not None:
+        ctx.captured = Captured(captured.program, captured.strategy)
         ctx.summary["capture_strategy"] = captured.strategy
-        ctx.draft_only = captured.strategy == "draft"
         return
     # Every strategy torch.onnx.export tries failed: the export fails here. A draft export
     # finds every capture problem at once; torch.onnx reports the first strategy's error.
@@ -50,8 +51,7 @@ def run(ctx: CheckContext) -> None:
         _report_exception(ctx, first_error)
     if draft is None or not found:
         raise StageFailed from first_error
-    ctx.exported_program = draft
-    ctx.draft_only = True
+    ctx.captured = Captured(draft, "draft")
     ctx.summary["capture_strategy"] = "draft"
     for diagnostic in found:
         ctx.report(
@@ -63,30 +63,15 @@ def run(ctx: CheckContext) -> None:
 
 
 def _draft_export(ctx: CheckContext, dynamic_shapes: Any) -> tuple[Any, Exception | None]:
-    args, kwargs = fresh_copy(ctx.args, ctx.kwargs)
+    loaded = ctx.need_loaded()
+    args, kwargs = fresh_copy(loaded.args, loaded.kwargs)
     try:
         program = torch.export.draft_export(
-            ctx.model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False
+            loaded.model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False
         )
     except Exception as error:
         return None, error
     return program, None
-
-
-def _frames(stack: list[dict[str, Any]], files: dict[int, str]) -> list[Frame]:
-    frames = []
-    for entry in stack:
-        filename = files.get(entry.get("filename"), entry.get("filename"))
-        if isinstance(filename, str):
-            frames.append(Frame(Path(filename), int(entry.get("line", 0)), entry.get("name", "")))
-    return frames
-
-
-def _pretty_source(source: str) -> str:
-    """``L['x'].size()[0]`` → ``x.shape[0]``; ``L['args'][0]`` → ``args[0]``."""
-    text = re.sub(r"L\['([^']+)'\]", r"\1", source)
-    text = re.sub(r"\['([A-Za-z_]\w*)'\]", r"['\1']", text)
-    return text.replace(".size()", ".shape")
 
 
 def _report_draft_failures(ctx: CheckContext, draft: Any,
@@ -95,7 +80,7 @@ def _report_draft_failures(ctx: CheckContext, draft: Any,
     found: list[Diagnostic] = []
     for failure in failures:
         kind, data = failure.kind, failure.data
-        frames = _frames(data.get("user_stack") or data.get("stack") or [], files)
+        frames = stack_frames(data.get("user_stack") or data.get("stack") or [], files)
         where = ctx.map_frames(frames)
         if kind == "DATA_DEPENDENT_ERROR":
             code = (data.get("frame_locals") or {}).get("loc") or "this expression"
@@ -132,103 +117,6 @@ def _op_call_site(ctx: CheckContext, program: Any, op: str) -> Any:
     return None
 
 
-def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
-                 prefix: str = "") -> Diagnostic:
-    """ONNX102 at the line where a declared dynamic dimension got specialized."""
-    where = ctx.map_frames(_frames(data.get("user_stack") or data.get("stack") or [], files))
-    sources = data.get("symbol_to_sources") or {}
-    described = ", ".join(f"`{_pretty_source(src)}`" for src in sources.values()) or "a dimension"
-    suggestion = data.get("new_dynamic_shapes")
-    message = (f"{prefix + ' ' if prefix else ''}{described}, declared dynamic, is specialized "
-               f"or constrained here (guard `{data.get('expr')}`): the exported graph would only "
-               "accept the example size.")
-    extra: dict[str, Any] = {}
-    if suggestion is not None:
-        source = _suggestion_source(suggestion)
-        extra["suggested_dynamic_shapes"] = source
-        message += f" Suggested `dynamic_shapes={source}`."
-        option = ctx.target.options.get("dynamic_shapes")
-        if option is not None:
-            extra["fix"] = {"title": "Apply the suggested dynamic_shapes",
-                            "path": str(ctx.target.path), "range": option.range, "text": source}
-    option = ctx.target.options.get("dynamic_shapes")
-    static = _without_dims(ctx, list(sources.values())) if option is not None else None
-    if static is not None:
-        extra["static_fix"] = {"title": f"Make {described} static (the code needs one size)",
-                               "path": str(ctx.target.path), "range": option.range,
-                               "text": static}
-    return ctx.report("ONNX102", message, where, data=extra)
-
-
-_SOURCE = re.compile(r"L\['(\w+)'\]((?:\[(?:'[^']*'|\d+)\])*)\.size\(\)\[(\d+)\]")
-
-
-def _without_dims(ctx: CheckContext, sources: list[str]) -> str | None:
-    """The pragma's dynamic_shapes with the specialized dimensions removed, as source."""
-    import inspect
-
-    def thaw(value: Any) -> Any:
-        if isinstance(value, (list, tuple)):
-            return [thaw(item) for item in value]
-        if isinstance(value, dict):
-            return {key: thaw(item) for key, item in value.items()}
-        return value
-
-    spec = thaw(ctx.dynamic_shapes)
-    try:
-        names = list(inspect.signature(ctx.model.forward).bind(*ctx.args, **ctx.kwargs).arguments)
-    except (TypeError, ValueError):
-        return None
-    for source in sources:
-        match = _SOURCE.fullmatch(source)
-        if match is None or match[1] not in names:
-            return None
-        root: Any = spec
-        key: Any = match[1] if isinstance(spec, dict) else names.index(match[1])
-        steps = [key] + [int(s) if s.isdigit() else s.strip("'")
-                         for s in re.findall(r"\[('[^']*'|\d+)\]", match[2])]
-        try:
-            for step in steps[:-1]:
-                root = root[step]
-            leaf = root[steps[-1]]
-            axis = int(match[3])
-            if isinstance(leaf, dict):
-                leaf.pop(axis, None)
-                if not leaf:
-                    root[steps[-1]] = None
-            elif isinstance(leaf, list):
-                leaf[axis] = None
-            else:
-                return None
-        except (KeyError, IndexError, TypeError):
-            return None
-    if isinstance(spec, (list, dict)) and all(
-            v is None for v in (spec.values() if isinstance(spec, dict) else spec)):
-        return "None"
-    return _suggestion_source(tuple(spec) if isinstance(ctx.dynamic_shapes, tuple) else spec)
-
-
-def _suggestion_source(suggestion: Any) -> str:
-    """Render torch's suggested dynamic shapes as pragma source text."""
-
-    def render(value: Any) -> str:
-        if isinstance(value, dict):
-            return "{" + ", ".join(f"{render(k)}: {render(v)}" for k, v in value.items()) + "}"
-        if isinstance(value, (list, tuple)):
-            inner = ", ".join(render(v) for v in value)
-            if isinstance(value, tuple):
-                return f"({inner},)" if len(value) == 1 else f"({inner})"
-            return f"[{inner}]"
-        if torch_compat.is_dim_hint(value):
-            return f"torch.export.Dim.{torch_compat.dim_hint_name(value)}"
-        name = type(value).__name__
-        if name in ("_Dim", "Dim") or (hasattr(value, "__name__") and "Dim" in repr(type(value))):
-            return f"torch.export.Dim({value.__name__!r})"
-        return repr(value)
-
-    return render(suggestion)
-
-
 def _report_exception(ctx: CheckContext, error: BaseException) -> None:
     text = f"{type(error).__name__}: {error}"
     rule = next((rule for rule, pattern in _EXCEPTION_RULES if pattern.search(text)), "ONNX105")
@@ -243,7 +131,7 @@ def _report_exception(ctx: CheckContext, error: BaseException) -> None:
 
 def _forward_return(ctx: CheckContext) -> Location | None:
     """Output structure problems surface after ``forward`` returned: point at its return."""
-    forward = getattr(type(ctx.model), "forward", None)
+    forward = getattr(type(ctx.need_loaded().model), "forward", None)
     code = getattr(forward, "__code__", None)
     if code is None:
         return None

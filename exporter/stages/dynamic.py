@@ -12,32 +12,33 @@ from typing import Any
 import torch
 
 from exporter import ort_runner, torch_compat
+from exporter.comparing import compare_outputs
 from exporter.context import CheckContext
 from exporter.example_inputs import fresh_copy, resized
+from exporter.locating import report_at_node, report_guard
 from exporter.source_map import exception_frames
 from exporter.stages.base import StageSkipped
-from exporter.stages.numerics import compare_outputs
-from exporter.stages.validate import report_at_node
 
 # flat tensor index -> {axis: dimension name}
 DeclaredDims = dict[int, dict[int, str]]
 
 
 def run(ctx: CheckContext) -> None:
-    declared = declared_dims(ctx.model, ctx.args, ctx.kwargs, ctx.dynamic_shapes)
+    loaded = ctx.need_loaded()
+    declared = declared_dims(loaded.model, loaded.args, loaded.kwargs, loaded.dynamic_shapes)
     if not declared:
         raise StageSkipped("no dynamic dimensions declared")
-    inputs = [t for t in ort_runner.flat_inputs(ctx.args, ctx.kwargs)
+    inputs = [t for t in ort_runner.flat_inputs(loaded.args, loaded.kwargs)
               if isinstance(t, torch.Tensor)]
     _report_static_dims(ctx, declared)
     sizes = _other_sizes(inputs, declared)
-    new_args, new_kwargs = _resized_inputs(ctx.args, ctx.kwargs, declared, sizes)
+    new_args, new_kwargs = _resized_inputs(loaded.args, loaded.kwargs, declared, sizes)
     situation = (" at another size (" + ", ".join(f"{n}={s}" for n, s in sizes.items())
                  + "; the example inputs repeated along those axes)")
     eager_args, eager_kwargs = fresh_copy(new_args, new_kwargs)
     try:
         with torch.no_grad():
-            eager = ctx.model(*eager_args, **eager_kwargs)
+            eager = loaded.model(*eager_args, **eager_kwargs)
     except Exception as error:
         reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         if any(d.rule == "ONNX102" for d in ctx.diagnostics):
@@ -46,7 +47,7 @@ def run(ctx: CheckContext) -> None:
                    ctx.map_frames(exception_frames(error)))
         return
     try:
-        outputs = ort_runner.run(ctx.ort_session,
+        outputs = ort_runner.run(ctx.need_ran().session,
                                  ort_runner.flat_inputs(*fresh_copy(new_args, new_kwargs)))
     except Exception as error:
         specialized = [d.location for d in ctx.diagnostics if d.rule == "ONNX102"]
@@ -61,7 +62,7 @@ def run(ctx: CheckContext) -> None:
 def _report_static_dims(ctx: CheckContext, declared: DeclaredDims) -> None:
     if any(d.rule == "ONNX102" for d in ctx.diagnostics):
         return  # the capture stage already located the specialization
-    graph_inputs = ctx.model_proto.graph.input
+    graph_inputs = ctx.need_translated().model_proto.graph.input
     static = []
     for index, axes in declared.items():
         if index >= len(graph_inputs):
@@ -83,12 +84,12 @@ def _report_static_dims(ctx: CheckContext, declared: DeclaredDims) -> None:
 def _locate_specialization(ctx: CheckContext, headline: str) -> bool:
     """Re-capture with every declared dimension strictly dynamic to find the line that
     specialized it (``Dim.AUTO`` lets torch.export do that silently)."""
-    from exporter.stages.capture import report_guard
-
-    strict_spec = _strictly_dynamic(ctx.model, ctx.args, ctx.kwargs, ctx.dynamic_shapes)
-    args, kwargs = fresh_copy(ctx.args, ctx.kwargs)
+    loaded = ctx.need_loaded()
+    strict_spec = _strictly_dynamic(loaded.model, loaded.args, loaded.kwargs,
+                                    loaded.dynamic_shapes)
+    args, kwargs = fresh_copy(loaded.args, loaded.kwargs)
     try:
-        program = torch.export.draft_export(ctx.model, args, kwargs,
+        program = torch.export.draft_export(loaded.model, args, kwargs,
                                             dynamic_shapes=strict_spec, strict=False)
     except Exception:
         logging.getLogger(__name__).debug("re-capture failed", exc_info=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from exporter.context import CheckContext
+from exporter.context import CheckContext, Loaded
 from exporter.diagnostics import Location, Range
 from exporter.example_inputs import fresh_copy
 from exporter.source_map import exception_frames
@@ -30,9 +30,10 @@ def _describe(error: BaseException) -> str:
 
 def run(ctx: CheckContext) -> None:
     imported = _import(ctx)
-    _evaluate_options(ctx)
-    _build(ctx, _definition(ctx, imported))
-    _eager_forward(ctx)
+    _evaluate_options(ctx, imported.module)
+    model, args, kwargs, dynamic_shapes = _build(ctx, _definition(ctx, imported))
+    eager_outputs = _eager_forward(ctx, model, args, kwargs)
+    ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs)
 
 
 def _import(ctx: CheckContext) -> ImportedFile:
@@ -46,7 +47,6 @@ def _import(ctx: CheckContext) -> ImportedFile:
         ctx.report("ONNX002", f"Importing the module failed: {_describe(error)}",
                    ctx.map_frames(exception_frames(error)))
         raise StageFailed from error
-    ctx.module = imported.module
     return imported
 
 
@@ -56,7 +56,7 @@ def _definition(ctx: CheckContext, imported: ImportedFile) -> Any:
     class built at the target's lines is taken; a rebound function cannot be reached."""
     target = ctx.target
     if target.rebound_at is None:
-        factory = getattr(ctx.module, target.symbol, None)
+        factory = getattr(imported.module, target.symbol, None)
         if factory is None:
             ctx.report("ONNX003", f"`{target.symbol}` is not defined after importing the module.")
             raise StageFailed
@@ -68,7 +68,7 @@ def _definition(ctx: CheckContext, imported: ImportedFile) -> Any:
         if built:
             return built[-1]
     else:
-        function = _plain_function(ctx)
+        function = _plain_function(ctx, imported.module)
         if function is not None:
             return function
     ctx.report("ONNX001", f"`{target.symbol}` is bound again at line {target.rebound_at}, so "
@@ -91,8 +91,8 @@ def _device_context(ctx: CheckContext) -> contextlib.AbstractContextManager[Any]
     return torch.device("meta") if ctx.weightless else contextlib.nullcontext()
 
 
-def _evaluate_options(ctx: CheckContext) -> None:
-    namespace = vars(ctx.module)
+def _evaluate_options(ctx: CheckContext, module: types.ModuleType) -> None:
+    namespace = vars(module)
     failed = False
     for key in EVALUATED_KEYS:
         option = ctx.target.options.get(key)
@@ -135,7 +135,7 @@ def _check_option_types(ctx: CheckContext) -> None:
         raise StageFailed
 
 
-def _plain_function(ctx: CheckContext) -> Any:
+def _plain_function(ctx: CheckContext, module: types.ModuleType) -> Any:
     """The target's own function when a later definition took its name: rebuilt from its
     code object in the module's namespace, as ``def`` would make it. Only for a function with
     no decorator and no parameters (what ``def`` adds beyond the code is then nothing)."""
@@ -152,11 +152,12 @@ def _plain_function(ctx: CheckContext) -> Any:
                 and not (constant.co_argcount or constant.co_kwonlyargcount
                          or constant.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
                 and not constant.co_freevars):
-            return types.FunctionType(constant, vars(ctx.module), target.symbol)
+            return types.FunctionType(constant, vars(module), target.symbol)
     return None
 
 
-def _build(ctx: CheckContext, factory: Any) -> None:
+def _build(ctx: CheckContext, factory: Any) -> tuple[torch.nn.Module, tuple, dict[str, Any], Any]:
+    """The model in eval (or training) mode, its example args and kwargs, its dynamic shapes."""
     try:
         with _device_context(ctx):
             built = _call_factory(ctx, factory)
@@ -172,16 +173,17 @@ def _build(ctx: CheckContext, factory: Any) -> None:
         ctx.report("ONNX003", f"`{ctx.target.symbol}` gave a {type(model).__name__}, "
                    "not a torch.nn.Module.")
         raise StageFailed
-    ctx.model = model.train() if ctx.option("training", False) else model.eval()
-    ctx.args, ctx.kwargs = args, kwargs
+    model = model.train() if ctx.option("training", False) else model.eval()
+    dynamic_shapes = None
     if "dynamic_shapes" in ctx.options:
-        ctx.dynamic_shapes = ctx.options["dynamic_shapes"]
+        dynamic_shapes = ctx.options["dynamic_shapes"]
     elif ctx.target.exportable_module:
-        ctx.dynamic_shapes = model.dynamic_shapes()
+        dynamic_shapes = model.dynamic_shapes()
     for key in ("input_names", "output_names"):
         if key not in ctx.options and ctx.target.exportable_module:
             ctx.options[key] = getattr(model, key)()
     ctx.summary["parameters"] = sum(p.numel() for p in model.parameters())
+    return model, args, kwargs, dynamic_shapes
 
 
 def _call_factory(ctx: CheckContext, factory: Any) -> tuple[Any, tuple, dict[str, Any]]:
@@ -215,13 +217,15 @@ def _call_factory(ctx: CheckContext, factory: Any) -> tuple[Any, tuple, dict[str
     return model, args, dict(kwargs or {})
 
 
-def _eager_forward(ctx: CheckContext) -> None:
-    args, kwargs = fresh_copy(ctx.args, ctx.kwargs)
+def _eager_forward(ctx: CheckContext, model: torch.nn.Module, args: tuple,
+                   kwargs: dict[str, Any]) -> Any:
+    """The model's outputs on a fresh copy of the example; a failure here ends the check
+    (capture would only fail the same way)."""
+    args, kwargs = fresh_copy(args, kwargs)
     try:
         with torch.no_grad():
-            ctx.eager_outputs = ctx.model(*args, **kwargs)
+            return model(*args, **kwargs)
     except (Exception, SystemExit) as error:
         ctx.report("ONNX004", f"The model fails in eager PyTorch with the example inputs: "
                    f"{_describe(error)}", ctx.map_frames(exception_frames(error)))
-        ctx.model = None  # capture would only fail the same way
         raise StageFailed from error

@@ -9,7 +9,7 @@ from typing import Any
 import onnx_ir as ir
 
 from exporter import shortcuts, torch_compat
-from exporter.context import CheckContext
+from exporter.context import CheckContext, Translated
 from exporter.diagnostics import Related
 from exporter.onnx_nodes import op_histogram, value_infos
 from exporter.source_map import exception_frames, is_user_frame
@@ -28,12 +28,13 @@ def run(ctx: CheckContext) -> None:
     """torch.onnx.export's steps 2 and 3 (decompose, translate), then what it does to the
     model (opset conversion, optimization, names), with every missing translation found."""
     opset = requested_opset(ctx)
+    captured = ctx.need_captured()
     registry = ctx.session.registry(opset, ctx.option("custom_translation_table"))
     if registry is None:
         _translate_publicly(ctx, opset)
         return
     try:
-        decomposed = torch_compat.decompose(ctx.exported_program, registry)
+        decomposed = torch_compat.decompose(captured.program, registry)
     except Exception as error:
         reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         node = _node_in_traceback(error)
@@ -45,7 +46,7 @@ def run(ctx: CheckContext) -> None:
                        ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
                        data={"operator": op})
         raise StageFailed from error
-    ctx.decomposed_program = decomposed
+    ctx.decomposed = decomposed
 
     missing = torch_compat.unsupported_nodes(decomposed, registry)
     for node in missing:
@@ -64,13 +65,13 @@ def run(ctx: CheckContext) -> None:
         raise StageFailed
 
     try:
-        ctx.onnx_program = torch_compat.translate(decomposed, registry)
+        onnx_program = torch_compat.translate(decomposed, registry)
     except Exception as error:
         _report_node_error(ctx, error)
         raise StageFailed from error
     try:
         # weights="none": the optimizer folds constants, which needs their values
-        torch_compat.finish_model(ctx.onnx_program, opset,
+        torch_compat.finish_model(onnx_program, opset,
                                     optimize=ctx.settings.optimize and not ctx.weightless,
                                     input_names=ctx.option("input_names"),
                                     output_names=ctx.option("output_names"))
@@ -79,8 +80,8 @@ def run(ctx: CheckContext) -> None:
         ctx.report("ONNX202", "Finishing the ONNX model (opset conversion, optimization, "
                    f"input and output names) failed: {reason.rstrip(': ')}")
         raise StageFailed from error
-    torch_compat.rename_dynamic_axes(ctx.onnx_program, ctx.dynamic_shapes)
-    _finish(ctx)
+    torch_compat.rename_dynamic_axes(onnx_program, ctx.need_loaded().dynamic_shapes)
+    ctx.translated = _finish(ctx, onnx_program)
     _report_opset(ctx, opset)
 
 
@@ -128,15 +129,16 @@ def _overload_data(overload: Any) -> dict[str, Any]:
 
 def _translate_publicly(ctx: CheckContext, opset: int) -> None:
     try:
-        ctx.onnx_program = torch_compat.public_export(
-            ctx.exported_program, (), {}, optimize=ctx.settings.optimize, opset_version=opset,
+        onnx_program = torch_compat.public_export(
+            ctx.need_captured().program, (), {}, optimize=ctx.settings.optimize,
+            opset_version=opset,
             custom_translation_table=ctx.option("custom_translation_table"),
             input_names=ctx.option("input_names"), output_names=ctx.option("output_names"),
         )
     except Exception as error:
         _report_node_error(ctx, error)
         raise StageFailed from error
-    _finish(ctx)
+    ctx.translated = _finish(ctx, onnx_program)
 
 
 def _report_node_error(ctx: CheckContext, error: BaseException) -> None:
@@ -173,7 +175,7 @@ def _raised_in_workspace(ctx: CheckContext, chain: list[BaseException]) -> Any:
 def _failed_node(ctx: CheckContext, chain: list[BaseException]) -> Any:
     """The FX node an exporter error names (``Error when translating node %name``). Without
     the decomposed graph (public-API fallback), match the operator's last name token."""
-    graph = (ctx.decomposed_program or ctx.exported_program).graph
+    graph = (ctx.decomposed or ctx.need_captured().program).graph
     nodes = [n for n in graph.nodes if n.op == "call_function"]
     for link in chain:
         match = _FAILED_NODE.search(str(link))
@@ -189,14 +191,14 @@ def _failed_node(ctx: CheckContext, chain: list[BaseException]) -> Any:
     return None
 
 
-def _finish(ctx: CheckContext) -> None:
-    model = ctx.onnx_program.model
+def _finish(ctx: CheckContext, onnx_program: Any) -> Translated:
+    """The product: the model apart from its large weights, serialized once; its summary."""
+    model = onnx_program.model
     if ctx.weightless or shortcuts.enabled("weights-apart"):
         split = split_weights(model, with_data=not ctx.weightless)
     else:  # every weight inside the protobuf, as the saved model holds them
         split = SplitModel(ir.serde.serialize_model(model))
-    ctx.model_proto, ctx.weights = split.proto, split.weights
-    proto = ctx.model_proto
+    proto = split.proto
     ctx.summary.update(
         nodes=len(proto.graph.node),
         opset=next((o.version for o in proto.opset_import if o.domain == ""), None),
@@ -208,5 +210,5 @@ def _finish(ctx: CheckContext) -> None:
             for v in model.graph.initializers.values()
         ) if not ctx.weightless else None,
     )
-    if proto.ByteSize() < PROTOBUF_LIMIT:
-        ctx.model_bytes = proto.SerializeToString()
+    serialized = proto.SerializeToString() if proto.ByteSize() < PROTOBUF_LIMIT else None
+    return Translated(onnx_program, proto, split.weights, serialized)

@@ -5,23 +5,21 @@ neither needs their values, and the proto stays small."""
 
 from __future__ import annotations
 
-import re
-
 import onnx
 
-from exporter.context import CheckContext
-from exporter.diagnostics import Location
-from exporter.onnx_nodes import STACK_TRACE_KEY, find_nodes, metadata, names_in_message
+from exporter.context import CheckContext, Validated
+from exporter.locating import report_at_node
 from exporter.stages.base import StageFailed
 from exporter.weights_apart import checkable
 
 
 def run(ctx: CheckContext) -> None:
-    checked = checkable(ctx.model_proto)
-    if ctx.model_bytes is None:  # past protobuf's limit: the checker takes the proto
+    translated = ctx.need_translated()
+    checked = checkable(translated.model_proto)
+    if translated.model_bytes is None:  # past protobuf's limit: the checker takes the proto
         model: onnx.ModelProto | bytes = checked
-    elif checked is ctx.model_proto:  # no weights apart: already serialized
-        model = ctx.model_bytes
+    elif checked is translated.model_proto:  # no weights apart: already serialized
+        model = translated.model_bytes
     else:
         model = checked.SerializeToString()
     failed = False
@@ -35,8 +33,8 @@ def run(ctx: CheckContext) -> None:
     except onnx.shape_inference.InferenceError as error:
         report_at_node(ctx, "ONNX302", "ONNX shape inference failed", str(error))
         failed = True
+    ctx.validated = Validated(valid=not failed)
     if failed:
-        ctx.invalid_model = True
         raise StageFailed
 
 
@@ -59,32 +57,3 @@ def _without_value_info(proto: onnx.ModelProto) -> onnx.ModelProto:
     bare.CopyFrom(proto)
     del bare.graph.value_info[:]
     return bare
-
-
-def report_at_node(
-    ctx: CheckContext, rule: str, headline: str, message: str, fallback: Location | None = None
-) -> None:
-    """Report ``message`` at the source line of every node it names (or at the target)."""
-    proto = ctx.model_proto
-    name, op_type = names_in_message(message)
-    nodes = find_nodes(proto, name, op_type) if proto is not None else []
-    detail = _short(message)
-    reported = False
-    for node in nodes:
-        where = ctx.map_stack_trace(metadata(node).get(STACK_TRACE_KEY), hint=node.op_type)
-        if where is None:
-            continue
-        ctx.report(rule, f"{headline} at ONNX node `{node.name}` ({node.op_type}): {detail}",
-                   where, data={"onnx_node": node.name, "op_type": node.op_type})
-        reported = True
-    if not reported:
-        ctx.report(rule, f"{headline}: {detail}", fallback)
-
-
-_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : (\w+) : ")
-
-
-def _short(message: str, limit: int = 300) -> str:
-    text = " ".join(line.strip() for line in message.splitlines() if line.strip())
-    text = _ORT_PREFIX.sub(lambda m: f"{m[1]}: ", text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
