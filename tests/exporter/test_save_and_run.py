@@ -46,6 +46,24 @@ def test_failed_export_leaves_the_previous_file_intact(in_fixtures, tmp_path, ca
     assert sorted(os.listdir(tmp_path)) == ["model.onnx"]
 
 
+def test_a_model_that_could_not_be_finished_is_not_saved(in_fixtures, tmp_path, capsys,
+                                                         monkeypatch):
+    """Translated, but the opset conversion (or the optimizer) failed: torch.onnx.export
+    would raise, so nothing is saved (the half-finished model used to be)."""
+    from exporter import torch_compat
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("cannot convert to opset 20")
+
+    monkeypatch.setattr(torch_compat, "finish_model", fails)
+    output = tmp_path / "convnet.onnx"
+    assert main(["save", "clean/convnet.py::ConvNet", "-o", str(output)]) == 1
+    err = capsys.readouterr().err
+    assert "ONNX202" in err and "cannot convert to opset 20" in err
+    assert "not saved: the export failed" in err
+    assert not output.exists()
+
+
 def test_external_data_past_the_threshold(in_fixtures, tmp_path):
     output = tmp_path / "tokens.onnx"
     assert main(["save", "clean/tokens.py::TokenPooler", "-o", str(output),
