@@ -283,14 +283,6 @@ def _exec_compiled_once(source: str, namespace: dict[str, Any],
     exec(code, namespace)  # torch's own generated code, run as torch runs it
 
 
-
-
-@contextmanager
-def _patched(module: Any, name: str, replacement: Any) -> Iterator[None]:
-    with _replaced(module, name, replacement):
-        yield
-
-
 def _sharing_copy() -> types.SimpleNamespace:
     return types.SimpleNamespace(deepcopy=list, copy=copy.copy)
 
@@ -310,7 +302,7 @@ SPEEDUPS: tuple[Speedup, ...] = (
             _guarded(lambda: _fx_traceback.copy is copy
                      and "deepcopy" in _fx_traceback.NodeSource.__init__.__code__.co_names,
                      "torch.fx.traceback no longer deep-copies provenance with `copy`"),
-            lambda: _patched(_fx_traceback, "copy", _sharing_copy())),
+            lambda: _replaced(_fx_traceback, "copy", _sharing_copy())),
     # Graph modules built by tracing compile their Python code only when something runs or
     # reads it (torch's ``_LazyGraphModule``, what ``torch.compile`` uses). Not while
     # capturing: strict capture (dynamo) reads ``_in_spec`` of a module a lazy one has not set.
@@ -323,21 +315,21 @@ SPEEDUPS: tuple[Speedup, ...] = (
     Speedup("onnx-signatures-once", "tracing",
             _guarded(lambda: _parameters(_ORIGINAL["from_op_schema"]) == ["op_schema"],
                      "onnx_ir's OpSignature.from_op_schema changed"),
-            lambda: _patched(_onnx_ir_schemas.OpSignature, "from_op_schema", _signature_once)),
+            lambda: _replaced(_onnx_ir_schemas.OpSignature, "from_op_schema", _signature_once)),
     # onnx_ir checks an attribute against three runtime Protocols (slow isinstance calls)
     # before it looks at lists; plain lists of ints, floats or strings are answered first.
     Speedup("plain-list-attributes", "tracing",
             _guarded(lambda: _parameters(_ORIGINAL["infer_attribute_type"]) == ["attr"]
                      and _attribute_types_agree(),
                      "onnx_ir's _infer_attribute_type answers differently"),
-            lambda: _patched(_onnx_ir_convenience, "_infer_attribute_type", _attribute_type)),
+            lambda: _replaced(_onnx_ir_convenience, "_infer_attribute_type", _attribute_type)),
     # Each traced node records the stack it was created from: torch reads the source line of
     # every frame (≈65 per node), then keeps the few from ``forward`` on. The lines are read
     # when kept frames are formatted instead (Python's lazy ``FrameSummary``): the same text.
     Speedup("lazy-frame-lines", "tracing",
             _guarded(lambda: _parameters(_torch_traceback._extract_symbolized_tb)
                      == ["tb", "skip"], "torch.utils._traceback._extract_symbolized_tb changed"),
-            lambda: _patched(_torch_traceback, "_extract_symbolized_tb", _frames_without_lines)),
+            lambda: _replaced(_torch_traceback, "_extract_symbolized_tb", _frames_without_lines)),
     # torch builds the unlifted module of a transformer and compiles the same 30 KB of Python
     # five times over: the code object is compiled once per source.
     Speedup("compiled-code-once", "tracing",
@@ -346,7 +338,7 @@ SPEEDUPS: tuple[Speedup, ...] = (
                      and _parameters(_graph_module._loader.cache)
                      == ["src", "globals", "co_fields"],
                      "torch.fx's _exec_with_source or its source loader changed"),
-            lambda: _patched(_graph_module, "_exec_with_source", _exec_compiled_once)),
+            lambda: _replaced(_graph_module, "_exec_with_source", _exec_compiled_once)),
     Speedup("cached-decomposition", "decomposition",
             _guarded(_decomposition_guard, "torch's decomposition table functions changed"),
             _cached_decomposition),
