@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from pathlib import Path
 
 import onnx
 from onnx.external_data_helper import uses_external_data
 
+from exporter.files import UnsafePathError, output_path, plain_file_mode
+
 DEFAULT_EXTERNAL_DATA_THRESHOLD = 2 * 1024**3  # the protobuf limit
-
-
-class UnsafePathError(ValueError):
-    """A path would leave the directory the user chose."""
 
 
 def _fsync(path: Path) -> None:
@@ -44,16 +43,12 @@ def _initializer_bytes(model: onnx.ModelProto) -> int:
 
 def save_model(model: onnx.ModelProto, destination: Path,
                external_data_threshold: int = DEFAULT_EXTERNAL_DATA_THRESHOLD) -> list[Path]:
-    """Write ``model`` to ``destination`` atomically; returns the files written."""
-    destination = Path(destination)
-    directory = destination.parent.resolve()
-    if not directory.is_dir():
-        raise FileNotFoundError(f"the directory {directory} does not exist")
-    final = directory / destination.name
-    if final.parent != directory or destination.name in ("", ".", ".."):
-        raise UnsafePathError(f"{destination} is not a file name inside {directory}")
-    if final.is_symlink():
-        raise UnsafePathError(f"{final} is a symbolic link; refusing to write through it")
+    """Write ``model`` to ``destination`` atomically; returns the files written. Of the
+    files already there, only the data file the replaced model referred to (with the name
+    a save gives it) is removed: never a file this function did not write."""
+    final = output_path(destination)
+    directory = final.parent
+    previous_data = _own_data_files(final)
 
     external = model.ByteSize() >= external_data_threshold or \
         _initializer_bytes(model) >= external_data_threshold
@@ -64,15 +59,17 @@ def save_model(model: onnx.ModelProto, destination: Path,
             data_name = _save_with_external_data(model, staged, final.name)
             staged_data = Path(scratch) / data_name
             _fsync(staged_data)
+            os.chmod(staged_data, plain_file_mode())
             os.replace(staged_data, directory / data_name)
             written.append(directory / data_name)
         else:
             onnx.save_model(model, staged)
         _fsync(staged)
+        os.chmod(staged, plain_file_mode())
         os.replace(staged, final)
     _fsync_directory(directory)
-    if external:
-        _remove_stale_data(directory, final.name, keep=written[1].name)
+    for stale in previous_data - {path.name for path in written}:
+        (directory / stale).unlink(missing_ok=True)
     return written
 
 
@@ -94,10 +91,18 @@ def _save_with_external_data(model: onnx.ModelProto, staged: Path, name: str) ->
     return data_name
 
 
-def _remove_stale_data(directory: Path, name: str, keep: str) -> None:
-    for candidate in directory.glob(f"{name}.*.data"):
-        if candidate.name != keep:
-            candidate.unlink(missing_ok=True)
+def _own_data_files(model_path: Path) -> set[str]:
+    """The data files the model at ``model_path`` refers to that a save of onnxlens wrote
+    (``<model>.<12 hex digits>.data`` beside it); nothing when it is not a readable model."""
+    if not model_path.is_file():
+        return set()
+    try:
+        model = onnx.load_model(model_path, load_external_data=False)
+    except Exception:  # not a model (or not ours): nothing of it is ours to remove
+        return set()
+    pattern = re.compile(re.escape(model_path.name) + r"\.[0-9a-f]{12}\.data")
+    return {entry.value for tensor in _external_tensors(model) for entry in tensor.external_data
+            if entry.key == "location" and pattern.fullmatch(entry.value)}
 
 
 def _external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:

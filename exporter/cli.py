@@ -190,26 +190,30 @@ def _might_have_targets(path: Path) -> bool:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    import os
-    import tempfile
+    from exporter.files import UnsafePathError, write_text_atomically
 
-    directory = path.resolve().parent
-    if not directory.is_dir():
-        raise UsageError(f"{path}: the directory does not exist")
-    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, encoding="utf-8",
-                                     prefix=f".{path.name}.", suffix=".tmp") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(handle.name, 0o666 & ~umask)  # as a plain open() would have created it
-    os.replace(handle.name, path)
+    try:
+        write_text_atomically(path, text)
+    except (UnsafePathError, FileNotFoundError) as error:
+        raise UsageError(f"{path}: {error}") from error
+
+
+def _check_output_path(path: Path) -> None:
+    """Refuse an output the report cannot be written to before the check runs (none of its
+    work is lost)."""
+    from exporter.files import UnsafePathError, output_path
+
+    try:
+        output_path(path)
+    except (UnsafePathError, FileNotFoundError) as error:
+        raise UsageError(f"{path}: {error}") from error
 
 
 # -- check -----------------------------------------------------------------------------------
 
 def _check(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        _check_output_path(args.output)
     files = _python_files(args.paths)
     root = (args.root or find_root(args.paths[0])).resolve()
     config = load_config(root)
@@ -292,6 +296,7 @@ def _print_errors(result: Any) -> None:
 def _save(args: argparse.Namespace) -> int:
     from exporter.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, UnsafePathError, save_model
 
+    _check_output_path(args.output)
     # The check runs onnxscript's optimizer as torch.onnx.export does (unless --no-optimize):
     # what is saved is the model that was checked.
     _, context, result = _prepare(args.target, args.root, optimize=not args.no_optimize)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from pygls.uris import to_fs_path
 from exporter import __version__
 from exporter.config import find_root, load_config
 from exporter.diagnostics import Diagnostic
+from exporter.files import write_text_atomically
 from exporter.report import filter_rules
 from exporter.result import CheckResult
 from exporter.serialize import diagnostic_from_data
@@ -256,14 +255,7 @@ class OnnxLensServer(LanguageServer):
         root = self.root or destination.parent
         text = json.dumps(sarif_dict(result, root), indent=2)
         destination.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=destination.parent, delete=False,
-                                         prefix=f".{destination.name}.", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(out.name, 0o644)
-        os.replace(out.name, destination)
-        return destination
+        return write_text_atomically(destination, text)
 
     # -- document access -----------------------------------------------------------------
 

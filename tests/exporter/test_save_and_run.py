@@ -64,6 +64,53 @@ def test_a_model_that_could_not_be_finished_is_not_saved(in_fixtures, tmp_path, 
     assert not output.exists()
 
 
+def test_save_removes_only_its_own_previous_data_file(in_fixtures, tmp_path):
+    """Issue "nothing lost": files named like data files but not written by a save (a
+    backup, another version) stay; the data file the replaced model used is removed."""
+    output = tmp_path / "m.onnx"
+    backup, other = tmp_path / "m.onnx.mybackup.data", tmp_path / "m.onnx.v1.data"
+    backup.write_bytes(b"the user's backup")
+    other.write_bytes(b"another version")
+    assert main(["save", "clean/convnet.py::ConvNet", "-o", str(output),
+                 "--external-data-threshold", "1"]) == 0
+    (first,) = [p for p in tmp_path.glob("m.onnx.*.data") if p not in (backup, other)]
+    assert main(["save", "clean/tokens.py::TokenPooler", "-o", str(output),
+                 "--external-data-threshold", "1"]) == 0
+    (second,) = [p for p in tmp_path.glob("m.onnx.*.data") if p not in (backup, other)]
+    assert second != first and not first.exists()
+    assert backup.read_bytes() == b"the user's backup" and other.read_bytes() == b"another version"
+
+
+def test_the_data_file_gets_the_models_mode(in_fixtures, tmp_path):
+    output = tmp_path / "m.onnx"
+    assert main(["save", "clean/convnet.py::ConvNet", "-o", str(output),
+                 "--external-data-threshold", "1"]) == 0
+    (data,) = tmp_path.glob("m.onnx.*.data")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert oct(data.stat().st_mode & 0o777) == oct(output.stat().st_mode & 0o777) \
+        == oct(0o666 & ~umask)
+
+
+@pytest.mark.parametrize("command", [["save", "clean/convnet.py::ConvNet"],
+                                     ["check", "clean/convnet.py", "--format", "sarif"]])
+def test_an_output_that_is_a_directory_is_a_usage_error(in_fixtures, tmp_path, capsys,
+                                                        command):
+    before = sorted(os.listdir(tmp_path))
+    assert main([*command, "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"onnxlens: error: {tmp_path}: {tmp_path} is a directory; give a file name" in err
+    assert sorted(os.listdir(tmp_path)) == before  # no temporary file left
+
+
+@pytest.mark.parametrize("output, message", [("", "the output path is empty"),
+                                             ("missing/m.onnx", "does not exist")])
+def test_an_empty_or_parentless_output_is_a_usage_error(in_fixtures, tmp_path, capsys,
+                                                        output, message):
+    assert main(["save", "clean/convnet.py::ConvNet", "-o", output]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_external_data_past_the_threshold(in_fixtures, tmp_path):
     output = tmp_path / "tokens.onnx"
     assert main(["save", "clean/tokens.py::TokenPooler", "-o", str(output),
