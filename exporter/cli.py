@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--ignore", type=_rule_list, help="leave out these rule ids or prefixes")
     check.add_argument("--root", type=Path, help="workspace root (default: nearest directory "
                        "with pyproject.toml or .git)")
-    check.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    check.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
                        help="stop checking a target after this long: ONNX901 (default 300, "
                        "or `timeout` in [tool.onnxlens]; 0 = no limit)")
     check.add_argument("--absolute-paths", action="store_true",
@@ -117,6 +117,17 @@ def _rule_list(text: str) -> list[str]:
         if not re.fullmatch(r"ONNX\d{0,3}", item) or not any(r.startswith(item) for r in RULES):
             raise argparse.ArgumentTypeError(f"unknown rule id or prefix: {item}")
     return items
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 24 * 3600:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(
+            f"must be between 0 (no limit) and 86400 seconds, not {text!r}")
+    return value
 
 
 def _size(text: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,9 @@ KNOWN_KEYS = {"opset": int, "atol": float, "rtol": float, "select": list, "ignor
               "timeout": float,
               # used by the language server only
               "trigger": str, "sarif-output": str, "memory-limit-mb": int}
+# (minimum, maximum) of the numbers: finite, and a deadline or limit a check can keep
+BOUNDS = {"opset": (7, math.inf), "atol": (0, math.inf), "rtol": (0, math.inf),
+          "timeout": (0, 24 * 3600), "memory-limit-mb": (256, 1024 * 1024)}
 
 
 @dataclass
@@ -45,10 +49,15 @@ def load_config(root: Path) -> ProjectConfig:
         return config
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        config.problems.append(f"{pyproject}: cannot read [tool.onnxlens]: {error}")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as error:
+        reason = "nested too deeply" if isinstance(error, RecursionError) else error
+        config.problems.append(f"{pyproject}: cannot read [tool.onnxlens]: {reason}")
         return config
-    section = data.get("tool", {}).get("onnxlens", {})
+    section = data.get("tool", {}).get("onnxlens", {}) if isinstance(data.get("tool"), dict) \
+        else {}
+    if not isinstance(section, dict):
+        config.problems.append(f"{pyproject}: [tool.onnxlens] must be a table; ignored")
+        return config
     for key, value in section.items():
         expected = KNOWN_KEYS.get(key)
         if expected is None:
@@ -61,4 +70,23 @@ def load_config(root: Path) -> ProjectConfig:
                                    f"{expected.__name__}, not {type(value).__name__}; ignored")
         else:
             config.values[key] = value
+        problem = _out_of_bounds(key, config.values.get(key))
+        if problem:
+            config.problems.append(f"{pyproject}: `{key}` in [tool.onnxlens] {problem}; ignored")
+            del config.values[key]
     return config
+
+
+def _out_of_bounds(key: str, value: Any) -> str | None:
+    if key not in BOUNDS or value is None:
+        return None
+    low, high = BOUNDS[key]
+    if not math.isfinite(value):
+        return f"must be a finite number, not {_text(value)}"
+    if not low <= value <= high:
+        return f"must be between {_text(low)} and {_text(high)}, not {_text(value)}"
+    return None
+
+
+def _text(number: float) -> str:
+    return str(number) if isinstance(number, int) else f"{number:g}"

@@ -7,10 +7,13 @@ Precedence: defaults < ``[tool.onnxlens]`` in the workspace's pyproject.toml <
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 TRIGGERS = ("onSave", "onType", "manual")
+MAX_TIMEOUT_SECONDS = 24 * 3600  # one check; longer is a typo, not a model
+MAX_MEMORY_MB = 1024 * 1024
 LOG_LEVELS = ("error", "warning", "info", "debug")
 
 
@@ -29,13 +32,18 @@ class Settings:
     ignore: list[str] = field(default_factory=list)
 
 
-def _number(value: Any, *, integer: bool, minimum: float, name: str) -> tuple[Any, str | None]:
+def _number(value: Any, *, integer: bool, minimum: float, name: str,
+            maximum: float = math.inf) -> tuple[Any, str | None]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None, f"`onnxlens.{name}` must be a number, not {value!r}"
+    if not math.isfinite(value):  # a NaN deadline would never fire
+        return None, f"`onnxlens.{name}` must be a finite number, not {value!r}"
     if integer and not float(value).is_integer():
         return None, f"`onnxlens.{name}` must be a whole number, not {value!r}"
     if value < minimum:
         return None, f"`onnxlens.{name}` must be at least {minimum:g}, not {value!r}"
+    if value > maximum:
+        return None, f"`onnxlens.{name}` must be at most {maximum:g}, not {value!r}"
     return (int(value) if integer else float(value)), None
 
 
@@ -52,9 +60,9 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
     if name == "debounceMs":
         return _number(value, integer=True, minimum=0, name=name)
     if name == "timeoutSeconds":
-        return _number(value, integer=False, minimum=1, name=name)
+        return _number(value, integer=False, minimum=1, maximum=MAX_TIMEOUT_SECONDS, name=name)
     if name == "memoryLimitMB":
-        return _number(value, integer=True, minimum=256, name=name)
+        return _number(value, integer=True, minimum=256, maximum=MAX_MEMORY_MB, name=name)
     if name in ("atol", "rtol"):
         return (None, None) if value is None else _number(value, integer=False, minimum=0,
                                                           name=name)

@@ -122,6 +122,42 @@ def test_project_defaults_from_pyproject(tmp_path, monkeypatch, capsys):
     assert "`atol` in [tool.onnxlens] must be float, not str; ignored" in captured.err
 
 
+_LIMITS = "[tool.onnxlens]\n"
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"# caf\xe9\n" + _LIMITS.encode() + b"timeout = 5\n",
+     "cannot read [tool.onnxlens]: 'utf-8' codec"),
+    (b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+     "cannot read [tool.onnxlens]: nested too deeply"),
+    (_LIMITS.encode() + b"timeout = nan\n",
+     "`timeout` in [tool.onnxlens] must be a finite number, not nan; ignored"),
+    (_LIMITS.encode() + b"timeout = 1e12\n",
+     "`timeout` in [tool.onnxlens] must be between 0 and 86400, not 1e+12; ignored"),
+    (_LIMITS.encode() + b"memory-limit-mb = 100000000\n",
+     "`memory-limit-mb` in [tool.onnxlens] must be between 256 and 1048576, "
+     "not 100000000; ignored"),
+])
+def test_a_bad_pyproject_is_a_warning_and_the_check_goes_on(tmp_path, monkeypatch, capsys,
+                                                           content, problem):
+    """Issue "nothing lost": these gave a traceback, or a deadline that never fires."""
+    (tmp_path / "pyproject.toml").write_bytes(content)
+    (tmp_path / "model.py").write_text((FIXTURES / "eager_failure" / "model.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "model.py"]) == 1
+    captured = capsys.readouterr()
+    assert problem in captured.err
+    assert "error[ONNX004]" in captured.out
+
+
+@pytest.mark.parametrize("value", ["nan", "-5", "inf", "soon"])
+def test_a_bad_timeout_is_a_usage_error(value, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", ".", "--timeout", value])
+    assert exit_.value.code == 2
+    assert "argument --timeout:" in capsys.readouterr().err
+
+
 def test_file_that_is_not_utf8_is_a_diagnostic(tmp_path, monkeypatch, capsys):
     (tmp_path / "latin.py").write_bytes(b"# onnx-export: args=()\nclass A:\n    name = '\xe9'\n")
     monkeypatch.chdir(tmp_path)

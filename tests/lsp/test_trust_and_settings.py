@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
@@ -115,3 +116,20 @@ async def test_bad_settings_are_named_and_defaults_used(misconfigured: LanguageC
     uri = open_file(misconfigured, misconfigured.workspace_root / "no_translation" / "model.py")
     assert spans(await diagnostics_for(misconfigured, uri)) == []  # ONNX201 ignored
     close_file(misconfigured, uri)
+
+
+@pytest.mark.parametrize("name, value, problem", [
+    ("timeoutSeconds", float("nan"), "`onnxlens.timeoutSeconds` must be a finite number"),
+    ("timeoutSeconds", 1e12, "`onnxlens.timeoutSeconds` must be at most 86400"),
+    ("memoryLimitMB", 1e8, "`onnxlens.memoryLimitMB` must be at most 1.04858e+06"),
+    ("atol", float("inf"), "`onnxlens.atol` must be a finite number"),
+])
+def test_numbers_must_be_finite_and_bounded(name, value, problem):
+    """A NaN deadline never fires; 1e12 s or 1e8 MB is no limit at all (issue "nothing
+    lost"). JSON from a client may carry NaN (Python's parser takes it)."""
+    from lsp_server.settings import Settings, apply
+
+    settings, problems = apply(Settings(), {name: value}, "workspace/configuration")
+    assert settings == Settings()
+    (message,) = problems
+    assert problem in message and "using" in message
