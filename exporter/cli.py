@@ -28,6 +28,10 @@ class UsageError(Exception):
     pass
 
 
+class ToolchainMissing(UsageError):
+    """torch, onnx, onnxscript or onnxruntime cannot be imported (ONNX904)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -157,7 +161,7 @@ def _session(config: ProjectConfig) -> Any:
         session = ExportSession(Settings(opset=config.get("opset"), atol=config.get("atol"),
                                          rtol=config.get("rtol")))
     except ImportError as error:  # torch, onnx, onnxscript or onnxruntime is missing
-        raise UsageError(
+        raise ToolchainMissing(
             f"ONNX904: a dependency of the export toolchain is missing ({error}). Install it "
             f"into {sys.executable}: {versions.install_hint()}") from error
     if not torch_compat.TORCH_TESTED:  # which speed patches give the same ONNX here
@@ -228,7 +232,13 @@ def _check(args: argparse.Namespace) -> int:
     files = _python_files(args.paths)
     root = (args.root or find_root(args.paths[0])).resolve()
     config = load_config(root)
-    session = _session(config)
+    try:
+        session = _session(config)
+    except ToolchainMissing as error:
+        if args.format == "text" or not files:
+            raise
+        _report_missing_toolchain(args, files, root, error)
+        raise
     timeout = args.timeout if args.timeout is not None else config.get("timeout", 300.0)
     session.settings.timeout = timeout or None
 
@@ -252,13 +262,35 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_ERRORS if any(d.severity == "error" for d in diagnostics) else EXIT_OK
 
 
+def _report_missing_toolchain(args: argparse.Namespace, files: list[Path], root: Path,
+                              error: ToolchainMissing) -> None:
+    """A JSON or SARIF report holding ONNX904 (at the first file), so that CI reading the
+    report sees why nothing was checked; the error itself still ends the run (exit 2)."""
+    from exporter.diagnostics import Diagnostic, Location, Range
+    from exporter.result import CheckResult
+
+    message = str(error).removeprefix("ONNX904: ")
+    diagnostic = Diagnostic("ONNX904", message[:1].upper() + message[1:],
+                            Location(files[0].resolve(), Range.of(1, 1, 1, 1)), target="")
+    result = CheckResult(file_diagnostics=[diagnostic], files=[f.resolve() for f in files])
+    text = _render_check(args, result, [diagnostic], root)
+    if args.output:
+        _write_atomically(args.output, text)
+    else:
+        print(text, end="")
+
+
 def _render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
                   root: Path) -> str:
     if args.format == "json":
-        from exporter import toolchain
+        report = result_json(result, diagnostics)
+        try:
+            from exporter import toolchain
 
-        return json.dumps({**result_json(result, diagnostics),
-                           "toolchain": toolchain.current().to_json()}, indent=2) + "\n"
+            report["toolchain"] = toolchain.current().to_json()
+        except ImportError:  # ONNX904: there is no toolchain to describe
+            pass
+        return json.dumps(report, indent=2) + "\n"
     if args.format == "sarif":
         from exporter.diagnostics import sort_key
         from exporter.result import CheckResult

@@ -179,6 +179,24 @@ def test_missing_toolchain_is_reported_not_a_traceback(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def test_missing_toolchain_still_writes_a_json_report_holding_onnx904(tmp_path):
+    """CI reads the report: without torch it used to be empty (issue "nothing lost")."""
+    bare = subprocess.run(["python3", "-c", "import torch"], capture_output=True)
+    if bare.returncode == 0:
+        pytest.skip("the system python has torch: no interpreter without it here")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    report = tmp_path / "report.json"
+    done = subprocess.run(["python3", "-m", "exporter.cli", "check", str(FIXTURES / "clean"),
+                           "--format", "json", "-o", str(report)],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    (diagnostic,) = json.loads(report.read_text())["diagnostics"]
+    assert diagnostic["rule"] == "ONNX904" and diagnostic["severity"] == "error"
+    assert diagnostic["message"].startswith("A dependency of the export toolchain is missing")
+    assert "pip install torch==" in diagnostic["message"]
+    assert diagnostic["path"].endswith("clean/convnet.py")
+
+
 def test_endless_loop_is_stopped_by_the_timeout(capsys):
     forever = REPO / "tests" / "lsp" / "fixtures" / "forever" / "model.py"
     assert main(["check", str(forever), "--timeout", "2", "--format", "json"]) == 1
