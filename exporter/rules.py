@@ -66,6 +66,13 @@ _RULES = [
          "Running `model(*args, **kwargs)` in plain PyTorch raised, so the example inputs "
          "do not fit the model.",
          "Fix the example inputs (`args=`/`kwargs=`) or the model code at the marked line."),
+    Rule("ONNX005", "target-not-checked", "load", Severity.INFO,
+         "An ExportableModule is not checked: its constructor needs arguments.",
+         "Subclasses of `torch.onnx.ExportableModule` are export targets when they can be "
+         "built with no arguments. This one's `__init__` has required parameters, so "
+         "onnxlens cannot build it on its own and does not check it.",
+         "Add `# onnx-export: init={...}` above the class with the constructor's arguments, "
+         "or give them defaults."),
     Rule("ONNX101", "data-dependent", "capture", _E,
          "Control flow or a value depends on tensor data.",
          "torch.export traces with symbolic shapes and cannot follow a Python branch, loop "

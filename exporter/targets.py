@@ -249,7 +249,12 @@ def _build_target(
         if problems:
             return None, problems
     if exportable and pragma is None and _init_needs_arguments(node):  # type: ignore[arg-type]
-        return None, []  # DESIGN §2: only ExportableModules buildable with no arguments
+        # DESIGN §2: only ExportableModules buildable with no arguments are targets; the
+        # user hears why this one is not checked (it was skipped without a word)
+        return None, [Diagnostic(
+            "ONNX005", f"`{node.name}` is not checked: its constructor needs arguments. Add "
+            "`# onnx-export: init={...}` above the class to check it.",
+            Location(path, name_range), target="")]
     name = options["name"].source if "name" in options else None
     target = Target(
         name=ast.literal_eval(name) if name else node.name,

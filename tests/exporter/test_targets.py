@@ -59,6 +59,13 @@ def test_function_target_and_exportable_module():
     ''')
     assert [(t.name, t.kind, t.exportable_module) for t in found.targets] == [
         ("build", "function", False), ("Auto", "class", True)]
+    # not a target, and said so (issue "nothing lost": it was skipped without a word)
+    (skipped,) = found.diagnostics
+    assert _spans([skipped]) == [("ONNX005", 12, 7, 12, 21)]
+    assert skipped.severity.value == "info"
+    assert skipped.message == ("`NeedsArguments` is not checked: its constructor needs "
+                               "arguments. Add `# onnx-export: init={...}` above the class to "
+                               "check it.")
 
 
 def test_malformed_pragmas_are_diagnostics_at_the_pragma():
