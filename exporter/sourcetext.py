@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import tokenize
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +28,19 @@ def overlay(path: Path) -> str | None:
     return _OVERLAYS.get(str(path.resolve())) if _OVERLAYS else None
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python and LSP count them: broken at ``\n``, ``\r\n`` and ``\r`` only.
+    ``str.splitlines`` also breaks at form feeds, U+2028, U+0085 and others, which shifts
+    every later line of a file that holds one (in a string, or a line of only ``\f``)."""
+    lines = _LINE_BREAK.split(text)
+    if lines[-1] == "":  # a final line break ends the last line, it opens no new one
+        lines.pop()
+    return lines
+
+
 def read_source(path: Path) -> str:
     """Read a Python file honouring its PEP 263 encoding declaration (or its overlay)."""
     text = overlay(path)
@@ -39,7 +53,7 @@ def read_source(path: Path) -> str:
 @lru_cache(maxsize=256)
 def _cached_lines(path: str, mtime_ns: int) -> tuple[str, ...]:
     try:
-        return tuple(read_source(Path(path)).splitlines())
+        return tuple(split_lines(read_source(Path(path))))
     except (OSError, SyntaxError, UnicodeDecodeError):
         return ()
 
@@ -47,7 +61,7 @@ def _cached_lines(path: str, mtime_ns: int) -> tuple[str, ...]:
 def source_lines(path: Path) -> tuple[str, ...]:
     text = overlay(path)
     if text is not None:
-        return tuple(text.splitlines())
+        return tuple(split_lines(text))
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:

@@ -20,7 +20,7 @@ from exporter.files import write_text_atomically
 from exporter.report import filter_rules
 from exporter.result import CheckResult
 from exporter.serialize import diagnostic_from_data
-from exporter.sourcetext import source_lines
+from exporter.sourcetext import source_lines, split_lines
 from exporter.targets import Target, discover
 from exporter.versions import install_hint
 from lsp_server import features
@@ -84,7 +84,7 @@ class OnnxLensServer(LanguageServer):
     def lines_of(self, path: Path) -> tuple[str, ...]:
         document = self.workspace.text_documents.get(path_uri(path))
         if document is not None:
-            return tuple(document.source.splitlines())
+            return tuple(split_lines(document.source))
         return source_lines(path)
 
     def positions(self) -> PositionConverter:

@@ -158,6 +158,18 @@ def test_a_bad_timeout_is_a_usage_error(value, capsys):
     assert "argument --timeout:" in capsys.readouterr().err
 
 
+def test_a_form_feed_or_u2028_shifts_no_line(tmp_path, monkeypatch, capsys):
+    """The squiggle and the quoted line stay on the line Python reports (issue "nothing
+    lost")."""
+    source = (FIXTURES / "eager_failure" / "model.py").read_text()
+    (tmp_path / "model.py").write_text('\f\nNOTE = "a\u2028b"\n' + source)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "model.py"]) == 1
+    out = capsys.readouterr().out
+    assert "model.py:13:16: error[ONNX004]" in out
+    assert " 13 |         return self.linear(x)\n" in out
+
+
 def test_file_that_is_not_utf8_is_a_diagnostic(tmp_path, monkeypatch, capsys):
     (tmp_path / "latin.py").write_bytes(b"# onnx-export: args=()\nclass A:\n    name = '\xe9'\n")
     monkeypatch.chdir(tmp_path)

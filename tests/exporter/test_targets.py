@@ -127,3 +127,16 @@ def test_non_ascii_columns_count_characters():
             pass
     ''')
     assert _spans(found.diagnostics) == [("ONNX001", 2, 34, 2, 35)]
+
+
+def test_lines_break_where_python_and_lsp_break_them():
+    """A line of only a form feed, or U+2028 / U+0085 inside a string, is no line break for
+    Python or LSP; ``str.splitlines`` made it one and shifted every later line (issue
+    "nothing lost")."""
+    found = discover(PATH, 'import torch\n\f\nNOTE = "a\u2028b\x85c"\n\n'
+                           '# onnx-export: args=(torch.randn(2),)\n'
+                           'class Late(torch.nn.Module):\n    pass\n')
+    assert found.diagnostics == []
+    (target,) = found.targets
+    definition = target.definition
+    assert (definition.start.line, definition.start.column, definition.end.column) == (6, 7, 11)
