@@ -20,12 +20,18 @@ def set_overlay(path: Path, text: str | None) -> None:
     if text is None:
         _OVERLAYS.pop(key, None)
     else:
-        _OVERLAYS[key] = text
+        _OVERLAYS[key] = without_bom(text)
     _cached_lines.cache_clear()
 
 
 def overlay(path: Path) -> str | None:
     return _OVERLAYS.get(str(path.resolve())) if _OVERLAYS else None
+
+
+def without_bom(text: str) -> str:
+    """A client may send a file's UTF-8 byte order mark as the text's first character; Python
+    reads a file without it (``tokenize.open``), and compiling it as text fails."""
+    return text.removeprefix("\ufeff")
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

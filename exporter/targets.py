@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from exporter.diagnostics import Diagnostic, Location, Range
-from exporter.sourcetext import char_column, node_range, split_lines
+from exporter.sourcetext import char_column, node_range, split_lines, without_bom
 
 PRAGMA_PREFIX = re.compile(r"^(\s*)#\s*onnx-export\s*:")
 
@@ -113,6 +113,7 @@ class _PragmaText:
 
 def discover(path: Path, source: str) -> Discovery:
     """Find the targets of one file. Malformed pragmas become ONNX001 diagnostics."""
+    source = without_bom(source)
     lines = split_lines(source)
     try:
         tree = ast.parse(source, filename=str(path))

@@ -91,6 +91,19 @@ async def test_columns_follow_the_negotiated_encoding(client: LanguageClient):
         close_file(client, uri)
 
 
+async def test_a_byte_order_mark_from_the_client_is_no_import_error(client: LanguageClient):
+    """A client that sends the file's BOM as its first character got a false ONNX002 (issue
+    "nothing lost"); the file is checked as Python reads it."""
+    path = FIXTURES / "no_translation" / "model.py"
+    uri = open_file(client, path, "\ufeff" + path.read_text())
+    try:
+        found = await diagnostics_for(client, uri)
+        assert [(rule, line) for rule, line, *_ in spans(found)] == [("ONNX201", 7),
+                                                                    ("ONNX201", 8)]
+    finally:
+        close_file(client, uri)
+
+
 def test_capabilities_are_the_real_clients(client: LanguageClient):
     assert isinstance(client.capabilities, types.ClientCapabilities)
     assert client.capabilities.text_document.publish_diagnostics is not None
