@@ -119,6 +119,12 @@ def discover(path: Path, source: str) -> Discovery:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as error:
         return Discovery([], [_syntax_error_diagnostic(path, lines, error)])
+    except (RecursionError, MemoryError) as error:  # 20,000 chained `x + x + ...`
+        return Discovery([], [Diagnostic(
+            "ONNX002", f"Python cannot parse this file: it is nested too deeply "
+            f"({type(error).__name__}); it cannot be imported either.",
+            Location(path, Range.of(1, 1, 1, 2)), target="",
+            hint="Split the deeply nested expression into smaller statements.")])
 
     targets: list[Target] = []
     diagnostics: list[Diagnostic] = []

@@ -140,3 +140,13 @@ def test_lines_break_where_python_and_lsp_break_them():
     (target,) = found.targets
     definition = target.definition
     assert (definition.start.line, definition.start.column, definition.end.column) == (6, 7, 11)
+
+
+def test_a_file_nested_too_deeply_to_parse_is_one_diagnostic():
+    """20,000 chained additions: a RecursionError traceback before (issue "nothing lost")."""
+    found = discover(PATH, "import torch\ny = " + " + ".join(["x"] * 20000) + "\n")
+    assert found.targets == []
+    (problem,) = found.diagnostics
+    assert _spans([problem]) == [("ONNX002", 1, 1, 1, 2)]
+    assert problem.message == ("Python cannot parse this file: it is nested too deeply "
+                               "(RecursionError); it cannot be imported either.")
