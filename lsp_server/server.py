@@ -321,6 +321,10 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
         for uri in list(ls.checker.tasks):
             ls.checker.cancel(uri)
         await ls.worker.stop()
+        ls.worker_state = "stopped"
+        # what the checks found came from running the model: it goes with the trust
+        for uri in sorted(ls.store.clear()):
+            ls.publish(uri)
     ls.notify_state()
     ls.refresh_code_lens()
 

@@ -36,6 +36,12 @@ class DiagnosticsStore:
                 self._entries[(file, origin)] = diagnostics
         return stale | set(by_file)
 
+    def clear(self) -> set[str]:
+        """Forget every diagnostic; returns every file uri to re-publish (empty)."""
+        files = {file for file, _ in self._entries}
+        self._entries.clear()
+        return files
+
     def for_file(self, file: str) -> list[Diagnostic]:
         found: list[Diagnostic] = []
         for (owner_file, _), diagnostics in sorted(self._entries.items()):

@@ -70,6 +70,14 @@ async def test_untrusted_runs_nothing_until_trusted(untrusted: LanguageClient):
     assert [(d.code, d.range.start.line + 1) for d in found] == [("ONNX201", 7), ("ONNX201", 8)]
     assert (await server_status(untrusted))["worker"]["ready"] is True
     assert (workspace / "reports" / "onnxlens.sarif").is_file()  # asked for by the setting
+
+    # Trust revoked: the squiggles go and the worker stops (they stayed, issue "nothing lost")
+    untrusted.protocol.notify("onnxlens/trustChanged", {"trusted": False})
+    assert await diagnostics_for(untrusted, uri, expect=lambda found: found == []) == []
+    status = await server_status(untrusted)
+    assert status["trusted"] is False and status["workerState"] == "stopped"
+    assert status["worker"]["ready"] is False
+    assert child_processes(untrusted._server.pid) == []
     close_file(untrusted, uri)
 
     # What the VS Code status bar shows, in the order the server announced it.
@@ -78,7 +86,9 @@ async def test_untrusted_runs_nothing_until_trusted(untrusted: LanguageClient):
     worker_states = [s["workerState"] for s in states if s["trusted"]]
     assert worker_states[0] == "starting" and "ready" in worker_states
     assert any(s["checking"] == [uri] for s in states)
-    assert states[-1]["checking"] == [] and states[-1]["workerState"] == "ready"
+    trusted_states = [s for s in states if s["trusted"]]
+    assert trusted_states[-1]["checking"] == [] and trusted_states[-1]["workerState"] == "ready"
+    assert states[-1] == {"trusted": False, "workerState": "stopped", "checking": []}
 
 
 BAD_SETTINGS = {"trigger": "sometimes", "timeoutSeconds": -3, "memoryLimitMB": "lots",
