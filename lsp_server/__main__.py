@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         server.start_tcp(host, int(port))
     else:
         server.start_io()
-    return 0
+    # pygls raises SystemExit(0 or 1) inside its event loop and start_io swallows it
+    return 0 if server.shut_down else 1
 
 
 if __name__ == "__main__":

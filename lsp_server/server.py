@@ -59,6 +59,8 @@ class OnnxLensServer(LanguageServer):
         self.root: Path | None = None
         self._restart_lock = asyncio.Lock()
         self._told_toolchain: str | None = None
+        # LSP: the process exits 0 after `shutdown` then `exit`, else 1
+        self.shut_down = False
         self._background: set[asyncio.Future[Any]] = set()
 
     def spawn(self, work: Any) -> None:
@@ -300,6 +302,7 @@ async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> No
 
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: OnnxLensServer, params: None) -> None:
+    ls.shut_down = True
     for uri in list(ls.checker.tasks):
         ls.checker.cancel(uri)
     await ls.worker.stop()

@@ -3,11 +3,14 @@ asserts the diagnostic, that the server still answers, and that the next check s
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
@@ -151,3 +154,23 @@ async def test_syntax_error_and_undecodable_file(client: LanguageClient):
         assert await diagnostics_for(client, clean) == []
     finally:
         close_file(client, clean)
+
+
+def _frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+@pytest.mark.parametrize("shut_down, code", [(True, 0), (False, 1)])
+def test_exit_code_follows_the_protocol(tmp_path, shut_down, code):
+    """LSP: `exit` after `shutdown` exits 0, without it 1 (it exited 0 either way)."""
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"capabilities": {}, "rootUri": tmp_path.as_uri(),
+                            "initializationOptions": {"trusted": False}}},
+                {"jsonrpc": "2.0", "method": "initialized", "params": {}}]
+    if shut_down:
+        messages.append({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    messages.append({"jsonrpc": "2.0", "method": "exit"})
+    done = subprocess.run(SERVER.server_command, input=b"".join(map(_frame, messages)),
+                          env=SERVER.server_env, capture_output=True, timeout=60)
+    assert done.returncode == code, done.stderr.decode()[-2000:]
