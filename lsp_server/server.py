@@ -11,6 +11,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from exporter import __version__
@@ -45,9 +46,22 @@ class Progress:
         self.cancelled = cancelled
 
 
+class _Protocol(LanguageServerProtocol):
+    """pygls answers a request whose handler raised with the server's Python traceback in
+    the error's data; the client gets the error's message, the traceback goes to the log."""
+
+    def _send_response(self, msg_id: Any, result: Any = None,
+                       error: types.ResponseError | None = None) -> None:
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            logging.getLogger(__name__).debug("request %s failed:\n%s", msg_id,
+                                              "".join(error.data["traceback"]))
+            error = types.ResponseError(code=error.code, message=error.message)
+        super()._send_response(msg_id, result, error)
+
+
 class OnnxLensServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("onnxlens", __version__,
+        super().__init__("onnxlens", __version__, protocol_cls=_Protocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.settings = Settings()
         self.trusted = False

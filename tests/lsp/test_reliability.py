@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import REPO
@@ -174,3 +175,14 @@ def test_exit_code_follows_the_protocol(tmp_path, shut_down, code):
     done = subprocess.run(SERVER.server_command, input=b"".join(map(_frame, messages)),
                           env=SERVER.server_env, capture_output=True, timeout=60)
     assert done.returncode == code, done.stderr.decode()[-2000:]
+
+
+async def test_an_error_response_names_the_error_without_the_servers_traceback(
+        client: LanguageClient, tmp_path):
+    """pygls put the server's Python traceback into the response (issue "nothing lost")."""
+    with pytest.raises(Exception) as failed:
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="onnxlens.writeSarif", arguments=[str(tmp_path)]))
+    assert f"{tmp_path} is a directory; give a file name inside it" in str(failed.value)
+    assert not getattr(failed.value, "data", None)
+    assert sorted(tmp_path.iterdir()) == []  # nothing written, no temporary file left
