@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 TRUST_NOTIFICATION = "onnxlens/trustChanged"
 STATUS_REQUEST = "onnxlens/status"
+MAX_REVIVE_DELAY = 30.0  # seconds between attempts to start a worker that keeps dying
 STATE_NOTIFICATION = "onnxlens/state"
 _LOG_LEVELS = {"error": types.MessageType.Error, "warning": types.MessageType.Warning,
                "info": types.MessageType.Info, "debug": types.MessageType.Log}
@@ -75,6 +76,7 @@ class OnnxLensServer(LanguageServer):
         self._told_toolchain: str | None = None
         # LSP: the process exits 0 after `shutdown` then `exit`, else 1
         self.shut_down = False
+        self._revive_delay = 0.0
         self._background: set[asyncio.Future[Any]] = set()
 
     def spawn(self, work: Any) -> None:
@@ -149,10 +151,17 @@ class OnnxLensServer(LanguageServer):
         self.worker_state = state
         self.notify_state()
         self.log(f"export worker {state}", "info" if state != "down" else "warning")
+        if state == "ready":
+            self._revive_delay = 0.0
         if state == "down" and self.trusted:
             self.spawn(self._revive_worker())
 
     async def _revive_worker(self) -> None:
+        """Start the worker again: at once the first time, then after 1, 2, 4 ... 30 s while
+        it keeps dying before it is ready (a broken environment must not spin)."""
+        delay, self._revive_delay = self._revive_delay, min(max(1.0, self._revive_delay * 2),
+                                                            MAX_REVIVE_DELAY)
+        await asyncio.sleep(delay)
         async with self._restart_lock:
             if self.worker.process is None and self.trusted:
                 await self.worker.restart()

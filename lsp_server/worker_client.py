@@ -38,6 +38,9 @@ class WorkerClient:
         self._readers: list[asyncio.Task[None]] = []
         self._stopping = False
         self.restarts = 0
+        # the worker said the toolchain is missing: it exits, and starting it again would
+        # only say the same (until the user installs the packages and restarts it)
+        self.missing = False
 
     @property
     def pid(self) -> int | None:
@@ -48,6 +51,7 @@ class WorkerClient:
         if self.process is not None and self.process.returncode is None:
             return
         self._stopping = False
+        self.missing = False
         loop = asyncio.get_running_loop()
         self.ready = loop.create_future()
         env = dict(os.environ)
@@ -92,6 +96,7 @@ class WorkerClient:
             self.ready.set_result(message)
             self.on_state("ready")
         elif event == "missing" and self.ready and not self.ready.done():
+            self.missing = True
             self.ready.set_exception(WorkerUnavailable(
                 f"the export toolchain is missing in {self.python}: {message.get('detail')}"))
             self.on_state("missing")
@@ -109,7 +114,7 @@ class WorkerClient:
                 future.set_result({"failure": "crashed", "detail": detail})
         self.pending.clear()
         self.process = None
-        if not self._stopping:
+        if not self._stopping and not self.missing:
             self.on_state("down")
 
     async def _send(self, message: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ logged), while checks go on without false errors."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest_lsp
 import torch
@@ -86,3 +87,36 @@ async def test_a_degraded_toolchain_is_told_once_and_checks_stay_right(degraded:
     uri = open_file(client, client.workspace_root / "model.py")
     assert await diagnostics_for(client, uri) == []  # the clean model stays clean
     assert len([m for m in client.messages if "degraded" in m.message]) == 1
+
+
+def _without_torch(root) -> dict[str, str]:
+    """The server's environment with a `torch` that cannot be imported first on the path
+    (the server itself never imports torch; its worker does)."""
+    fake = root / "no-torch" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named torch (test)')\n")
+    env = dict(SERVER.server_env or {})
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "no-torch"), env.get("PYTHONPATH", "")])
+    return env
+
+
+async def test_a_missing_toolchain_is_said_once_and_the_worker_not_restarted(tmp_path):
+    """The worker reports the missing packages and exits; the server started it again at
+    once, forever (issue "nothing lost")."""
+    config = ClientServerConfig(server_command=SERVER.server_command,
+                                server_env=_without_torch(tmp_path))
+    client = await config.start()
+    try:
+        handle_refreshes(client)
+        await client.initialize_session(initialize_params("visual-studio-code", tmp_path))
+        await wait_for(lambda: [m for m in client.messages if "cannot check models" in m.message])
+        await asyncio.sleep(4)  # a restart loop shows within this time
+        starts = [m for m in client.log_messages if m.message == "export worker starting"]
+        assert len(starts) == 1
+        (told,) = [m for m in client.messages if "cannot check models" in m.message]
+        assert "the export toolchain is missing" in told.message
+        status = await server_status(client)
+        assert status["workerState"] == "missing" and status["worker"]["ready"] is False
+    finally:
+        await client.shutdown_session()
+        await client.stop()
