@@ -500,6 +500,8 @@ async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     uri, target = _target_arguments(ls, values)
     if len(values) > 2 and isinstance(values[2], str):
         output = Path(values[2])
+        if not output.is_absolute():  # as a user reads it: inside the workspace
+            output = ls.root_for(target.path) / output
     else:
         output = target.path.with_name(f"{target.name}.onnx")
     answer = await with_progress(ls, f"Saving {target.name} to {output.name}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -12,11 +13,14 @@ from torch.onnx._constants import ONNX_DEFAULT_OPSET as DEFAULT_OPSET
 
 from tests.conftest import FIXTURES
 from tests.lsp.conftest import (
+    SERVER,
     apply_edits,
     change_and_save,
     close_file,
     command,
     diagnostics_for,
+    handle_refreshes,
+    initialize_params,
     open_file,
     server_status,
 )
@@ -179,3 +183,28 @@ async def test_server_never_imports_torch(client: LanguageClient):
     status = await server_status(client)
     assert status["serverImportsTorch"] is False
     assert status["trusted"] is True and status["worker"]["ready"] is True
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def workspace_client(lsp_client: LanguageClient, tmp_path):
+    handle_refreshes(lsp_client)
+    (tmp_path / "convnet.py").write_text((FIXTURES / "clean" / "convnet.py").read_text())
+    (tmp_path / "models").mkdir()
+    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
+    lsp_client.workspace_root = tmp_path  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_relative_save_path_is_inside_the_workspace(workspace_client: LanguageClient):
+    """It was written relative to the server's working directory (issue "nothing lost")."""
+    root = workspace_client.workspace_root
+    uri = open_file(workspace_client, root / "convnet.py")
+    try:
+        saved = await command(workspace_client, "onnxlens.saveModel", uri, "ConvNet",
+                              "models/convnet.onnx")
+        assert saved["saved"] is True
+        assert saved["written"] == [str(root / "models" / "convnet.onnx")]
+        assert (root / "models" / "convnet.onnx").stat().st_size > 1000
+    finally:
+        close_file(workspace_client, uri)
