@@ -210,7 +210,9 @@ class OnnxLensServer(LanguageServer):
     async def load_settings(self) -> None:
         settings = Settings()
         problems: list[str] = []
-        if self.root is not None:
+        # An untrusted workspace's own file sets nothing: where reports go, how long and how
+        # big a check may run are the user's settings until they trust the folder.
+        if self.root is not None and self.trusted:
             project = load_config(self.root)
             problems += project.problems
             settings, found = apply(settings, from_pyproject(project.values), "pyproject.toml")
@@ -339,6 +341,7 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
         return
     ls.trusted = trusted
     ls.checker.results.clear()
+    await ls.load_settings()  # the workspace's pyproject.toml counts only while trusted
     if trusted:
         await ls.start_worker()
         for uri in list(ls.workspace.text_documents):
@@ -543,6 +546,7 @@ def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
 
 @server.command("onnxlens.writeSarif")
 def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
     values = _arguments(args[0] if len(args) == 1 else list(args))
     if values and isinstance(values[0], str):
         destination = Path(values[0])

@@ -143,3 +143,39 @@ def test_numbers_must_be_finite_and_bounded(name, value, problem):
     assert settings == Settings()
     (message,) = problems
     assert problem in message and "using" in message
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER.server_command,
+                                              server_env=SERVER.server_env))
+async def hostile(lsp_client: LanguageClient, tmp_path):
+    handle_refreshes(lsp_client)
+    workspace = _copy_workspace(tmp_path / "ws")
+    (workspace / "pyproject.toml").write_text(
+        '[tool.onnxlens]\nsarif-output = "../outside/reports"\ntimeout = 5\n')
+    lsp_client.workspace_root = workspace
+    await lsp_client.initialize_session(initialize_params("visual-studio-code", workspace,
+                                                          trusted=False))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_an_untrusted_workspace_sets_nothing_and_gets_nothing_written(
+        hostile: LanguageClient):
+    """Untrusted, the workspace's own pyproject.toml pointed SARIF outside it and set the
+    limits, and writeSarif created directories outside it (issue "nothing lost")."""
+    outside = hostile.workspace_root.parent / "outside"
+    settings = (await server_status(hostile))["settings"]
+    assert settings["sarifOutputDirectory"] is None and settings["timeoutSeconds"] == 60.0
+    with pytest.raises(Exception, match="the workspace is not trusted"):
+        await hostile.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="onnxlens.writeSarif", arguments=[str(outside / "x.sarif")]))
+    assert not outside.exists()
+
+    hostile.protocol.notify("onnxlens/trustChanged", {"trusted": True})
+    for _ in range(100):  # trusted: the project's settings apply
+        settings = (await server_status(hostile))["settings"]
+        if settings["timeoutSeconds"] == 5.0:
+            break
+        await asyncio.sleep(0.1)
+    assert settings["timeoutSeconds"] == 5.0
+    assert settings["sarifOutputDirectory"] == "../outside/reports"
