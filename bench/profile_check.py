@@ -28,7 +28,7 @@ DEFAULT = [f"{REPO}/examples/mlp.py::MLPModel", f"{REPO}/examples/mnist.py::MNIS
 
 # (module, function, label): every call is timed; indented labels are parts of a stage.
 PARTS = [
-    ("lsp_server.worker_jobs", "run_job", "the whole job"),
+    ("export_worker.jobs", "run_job", "the whole job"),
     ("exporter.stages.load", "_build", "  build the model"),
     ("exporter.stages.load", "_eager_forward", "  eager forward"),
     ("exporter.torch_compat", "decompose", "  decompose"),
@@ -100,8 +100,9 @@ def instrument(totals: dict[str, float]) -> None:
 def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float],
                   spare: bool) -> dict:
     """One check in a fork, as the worker runs it; the child's part times."""
-    from lsp_server.worker_jobs import run_job
-    from lsp_server.worker_main import JOB_GC_THRESHOLD, warm_spare
+    from export_worker.jobs import run_job
+    from export_worker.messages import JobRequest
+    from export_worker.process import JOB_GC_THRESHOLD, warm_spare
 
     file, _, target = spec.rpartition("::")
     path = Path(file).resolve()
@@ -113,8 +114,9 @@ def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float],
         if spare:
             warm_spare(session)
         totals.clear()
-        run_job(session, {"op": "check", "file": str(path), "workspace": str(path.parent),
-                          "target": target, "text": path.read_text() + f"\n# run {run}\n"})
+        run_job(session, JobRequest("check", str(path), str(path.parent), target,
+                                    text=path.read_text() + f"\n# run {run}\n",
+                                    record_inputs=True))
         os.write(write_end, json.dumps(totals).encode())
         os._exit(0)
     os.close(write_end)
@@ -133,7 +135,7 @@ def main() -> None:
     parser.add_argument("--no-spare", action="store_true", help="time checks in fresh forks")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
-    from lsp_server.worker_main import Worker
+    from export_worker.process import Worker
 
     worker = Worker(open(os.devnull, "wb"))  # noqa: SIM115 - lives as long as the process
     worker.warm_up()

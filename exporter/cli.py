@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -14,11 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from exporter import __version__, shortcuts, versions
-from exporter.config import ProjectConfig, find_root, load_config
-from exporter.report import display_path, filter_rules, format_diagnostic, format_text, result_json
+from exporter.config import BOUNDS, ProjectConfig, find_root, load_config
+from exporter.report import (
+    display_path,
+    filter_rules,
+    format_diagnostic,
+    format_findings,
+    format_summary,
+    format_text,
+    result_json,
+)
 from exporter.rules import RULES
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+DEFAULT_TIMEOUT_SECONDS = 300.0
+DEFAULT_MEMORY_LIMIT_MB = 4096
 _SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modules",
                  "site-packages", "build", "dist", ".tox", ".mypy_cache", ".ruff_cache"}
 _TARGET_MARKERS = ("onnx-export", "ExportableModule")
@@ -64,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
                        help="stop checking a target after this long: ONNX901 (default 300, "
                        "or `timeout` in [tool.onnxlens]; 0 = no limit)")
+    check.add_argument("--memory-limit-mb", type=_megabytes, default=None, metavar="MB",
+                       help="stop checking a target whose process uses more memory: ONNX903 "
+                       "(default 4096, or `memory-limit-mb` in [tool.onnxlens])")
+    check.add_argument("--jobs", "-j", type=_job_count, default=None, metavar="N",
+                       help="check N targets at once, each in its own process (default: the "
+                       "number of CPU cores)")
     check.add_argument("--absolute-paths", action="store_true",
                        help="SARIF: record the root's absolute path (originalUriBaseIds)")
     check.set_defaults(handler=_check)
@@ -134,6 +151,27 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _megabytes(text: str) -> int:
+    low, high = BOUNDS["memory-limit-mb"]
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of megabytes: {text!r}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be between {low:.0f} and {high:.0f}, not {text}")
+    return value
+
+
+def _job_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 256, not {text}")
+    return value
+
+
 def _size(text: str) -> int:
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?i?B?)?\s*", text, re.I)
     if not match:
@@ -144,9 +182,13 @@ def _size(text: str) -> int:
 
 # -- shared ----------------------------------------------------------------------------------
 
-def _session(config: ProjectConfig) -> Any:
+def _warn_config(config: ProjectConfig) -> None:
     for problem in config.problems:
         print(f"onnxlens: warning: {problem}", file=sys.stderr)
+
+
+def _session(config: ProjectConfig) -> Any:
+    _warn_config(config)
     for name in shortcuts.unknown_names():
         print(f"onnxlens: warning: {shortcuts.ENVIRONMENT_VARIABLE} names no shortcut "
               f"{name!r} (known: {', '.join(shortcuts.SHORTCUTS)})", file=sys.stderr)
@@ -227,38 +269,62 @@ def _check_output_path(path: Path) -> None:
 # -- check -----------------------------------------------------------------------------------
 
 def _check(args: argparse.Namespace) -> int:
+    from export_worker.batch import BatchOptions, WorkerUnavailable, check_files
+    from export_worker.messages import CheckSettings
+
     if args.output is not None:
         _check_output_path(args.output)
-    files = _python_files(args.paths)
+    files = [path for path in _python_files(args.paths) if _might_have_targets(path)]
     root = (args.root or find_root(args.paths[0])).resolve()
     config = load_config(root)
-    try:
-        session = _session(config)
-    except ToolchainMissing as error:
-        if args.format == "text" or not files:
-            raise
-        _report_missing_toolchain(args, files, root, error)
-        raise
-    timeout = args.timeout if args.timeout is not None else config.get("timeout", 300.0)
-    session.settings.timeout = timeout or None
-
-    from exporter.result import CheckResult
-
-    result = CheckResult()
-    for path in files:
-        if _might_have_targets(path):
-            result.extend(session.check_file(path, root))
+    _warn_config(config)
+    timeout = args.timeout if args.timeout is not None else config.get(
+        "timeout", DEFAULT_TIMEOUT_SECONDS)
+    memory = args.memory_limit_mb or config.get("memory-limit-mb", DEFAULT_MEMORY_LIMIT_MB)
+    options = BatchOptions(root, CheckSettings(config.get("opset"), config.get("atol"),
+                                               config.get("rtol")),
+                           timeout or None, int(memory), args.jobs or os.cpu_count() or 1)
     select = args.select or config.get("select")
     ignore = args.ignore or config.get("ignore")
+    streaming = args.format == "text" and args.output is None
+
+    def file_done(result: Any) -> None:
+        """Text on stdout: each file's findings as soon as it and the files before it are
+        checked (the summary follows at the end)."""
+        found = filter_rules(result.diagnostics, select, ignore)
+        if streaming and found:
+            print(format_findings(found), end="\n\n", flush=True)
+
+    try:
+        batch = check_files(files, options, file_done)
+    except WorkerUnavailable as error:
+        if not str(error).startswith("the export toolchain is missing"):
+            raise UsageError(f"the export worker could not start: {error}") from error
+        missing = ToolchainMissing(
+            f"ONNX904: a dependency of the export toolchain is missing "
+            f"({str(error).rpartition(': ')[2]}). Install it into {sys.executable}: "
+            f"{versions.install_hint()}")
+        if args.format != "text" and files:
+            _report_missing_toolchain(args, files, root, missing)
+        raise missing from error
+    for warning in batch.ready.warnings:
+        print(f"onnxlens: warning: {warning}", file=sys.stderr)
+    message = batch.ready.toolchain.get("message")
+    if message:
+        print(message, file=sys.stderr)
+    result = batch.result
     diagnostics = filter_rules(result.diagnostics, select, ignore)
-    text = _render_check(args, result, diagnostics, root)
-    if args.output:
-        _write_atomically(args.output, text)
-        print(f"onnxlens: wrote {display_path(args.output)}", file=sys.stderr)
-        if args.format != "text":
-            print(format_text(result, diagnostics), end="", file=sys.stderr)
+    if streaming:
+        print(format_summary(result, diagnostics), end="")
     else:
-        print(text, end="")
+        text = _render_check(args, result, diagnostics, root, batch.ready.toolchain)
+        if args.output:
+            _write_atomically(args.output, text)
+            print(f"onnxlens: wrote {display_path(args.output)}", file=sys.stderr)
+            if args.format != "text":
+                print(format_text(result, diagnostics), end="", file=sys.stderr)
+        else:
+            print(text, end="")
     return EXIT_ERRORS if any(d.severity == "error" for d in diagnostics) else EXIT_OK
 
 
@@ -281,15 +347,11 @@ def _report_missing_toolchain(args: argparse.Namespace, files: list[Path], root:
 
 
 def _render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
-                  root: Path) -> str:
+                  root: Path, toolchain: dict[str, Any] | None = None) -> str:
     if args.format == "json":
         report = result_json(result, diagnostics)
-        try:
-            from exporter import toolchain
-
-            report["toolchain"] = toolchain.current().to_json()
-        except ImportError:  # ONNX904: there is no toolchain to describe
-            pass
+        if toolchain is not None:  # None: ONNX904, there is no toolchain to describe
+            report["toolchain"] = toolchain
         return json.dumps(report, indent=2) + "\n"
     if args.format == "sarif":
         from exporter.diagnostics import sort_key

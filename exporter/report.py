@@ -77,7 +77,16 @@ def format_diagnostic(diagnostic: Diagnostic) -> str:
 
 
 def format_text(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
-    blocks = [format_diagnostic(d) for d in sorted(diagnostics, key=sort_key)]
+    if not diagnostics:
+        return format_summary(result, diagnostics)
+    return format_findings(diagnostics) + "\n\n" + format_summary(result, diagnostics)
+
+
+def format_findings(diagnostics: list[Diagnostic]) -> str:
+    return "\n\n".join(format_diagnostic(d) for d in sorted(diagnostics, key=sort_key))
+
+
+def format_summary(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
     errors = sum(1 for d in diagnostics if d.severity == Severity.ERROR)
     warnings = sum(1 for d in diagnostics if d.severity == Severity.WARNING)
     failing = {(d.target, _target_file(result, d)) for d in diagnostics
@@ -85,7 +94,7 @@ def format_text(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
     summary = (f"Checked {len(result.targets)} target(s) in {len(result.files)} file(s): "
                f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')}"
                f"{f' ({len(failing)} target(s) failing)' if failing else ''}.")
-    return "\n\n".join([*blocks, summary]) + "\n"
+    return summary + "\n"
 
 
 def _target_file(result: CheckResult, diagnostic: Diagnostic) -> Path:

@@ -61,7 +61,10 @@ def exception_frames(error: BaseException) -> list[Frame]:
 @lru_cache(maxsize=1)
 def _library_roots() -> tuple[str, ...]:
     roots = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    roots.add(str(Path(__file__).resolve().parent))
+    package = Path(__file__).resolve().parent
+    # onnxlens's own packages (exporter, export_worker, lsp_server), never the user's code
+    roots.update(str(package.parent / name) for name in ("exporter", "export_worker",
+                                                          "lsp_server"))
     return tuple(sorted(roots))
 
 

@@ -9,9 +9,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from exporter.diagnostics import Diagnostic, Location, merge_duplicates
-from exporter.result import CheckResult, StageState, StageStatus, TargetResult
-from exporter.serialize import result_from_data
+from export_worker.outcomes import JobCancelled, Limits, target_result
+from exporter.diagnostics import merge_duplicates
+from exporter.result import CheckResult, TargetResult
 from exporter.sourcetext import decoding_problem
 from exporter.targets import Target, discover
 from lsp_server.reuse import ResultCache
@@ -21,16 +21,6 @@ if TYPE_CHECKING:
     from lsp_server.server import OnnxLensServer
 
 log = logging.getLogger(__name__)
-
-_FAILURES = {
-    "timeout": ("ONNX901", "The check of `{target}` did not finish within {timeout:g} s and "
-                "was stopped (an endless loop, or a model too slow to check?)."),
-    "memory": ("ONNX903", "The check of `{target}` went past the memory limit of {memory} MB "
-               "and was stopped."),
-    "crashed": ("ONNX902", "The process checking `{target}` died: {detail}. The server and "
-                "the worker are still running."),
-}
-
 
 class Checker:
     def __init__(self, server: OnnxLensServer) -> None:
@@ -133,32 +123,19 @@ class Checker:
     async def _run_target(self, text: str, target: Target) -> TargetResult:
         request = self.server.job_request("check", target, text)
         worker = f"{self.server.worker.pid}/{self.server.worker.restarts}"
-        answer = self.results.get(request, worker)
-        if answer is None:
-            answer = await self.server.submit(request)
-            self.results.put(request, worker, answer)
-            log.debug("check ran: %s %s in %s s", target.path, target.name, answer.get("seconds"))
+        outcome = self.results.get(request, worker)
+        if outcome is None:
+            outcome = await self.server.submit(request)
+            self.results.put(request, worker, outcome)
+            log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
         else:
             log.debug("check reused: %s %s", target.path, target.name)
-        return self._target_result(target, answer)
-
-    def _target_result(self, target: Target, answer: dict[str, Any]) -> TargetResult:
-        if "answer" in answer and "result" in answer["answer"]:
-            (result,) = result_from_data(answer["answer"]["result"]).targets
-            return result
         settings = self.server.settings
-        failure = answer.get("failure") or "crashed"
-        detail = answer.get("detail") or (answer.get("answer") or {}).get("error") or "unknown"
-        rule, template = _FAILURES.get(failure, _FAILURES["crashed"])
-        if failure == "cancelled":
-            raise asyncio.CancelledError
-        message = template.format(target=target.name, timeout=settings.timeoutSeconds,
-                                  memory=settings.memoryLimitMB, detail=detail)
-        diagnostic = Diagnostic(rule, message, Location(target.path, target.definition),
-                                target=target.name)
-        status = StageStatus("check", StageState.FAILED, float(answer.get("seconds") or 0),
-                             failure)
-        return TargetResult(target.name, target.path, target.definition, [status], [diagnostic])
+        try:
+            return target_result(target, outcome,
+                                 Limits(settings.timeoutSeconds, settings.memoryLimitMB))
+        except JobCancelled:
+            raise asyncio.CancelledError from None
 
     def _publish(self, uri: str, version: int | None, result: CheckResult) -> None:
         log.debug("check published: %s v%s", uri, version)

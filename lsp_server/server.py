@@ -1,9 +1,10 @@
 """The onnxlens language server: thin LSP handlers over the checker, the store and the
-worker. It never imports torch: checks run in the export worker (``worker_main``)."""
+worker. It never imports torch: checks run in the export worker (``export_worker``)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -14,6 +15,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
+from export_worker.client import WorkerClient, WorkerUnavailable
+from export_worker.messages import CheckSettings, JobDone, JobKind, JobOutcome, JobRequest
 from exporter import __version__
 from exporter.config import find_root, load_config
 from exporter.diagnostics import Diagnostic
@@ -29,7 +32,6 @@ from lsp_server.checks import Checker, new_token, with_progress
 from lsp_server.convert import PositionConverter, path_uri, to_lsp
 from lsp_server.settings import Settings, apply, from_pyproject
 from lsp_server.store import DiagnosticsStore, group_by_file
-from lsp_server.worker_client import WorkerClient, WorkerUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +49,36 @@ class Progress:
         self.cancelled = cancelled
 
 
+@dataclasses.dataclass(frozen=True)
+class _MalformedRequest:
+    """A request whose params do not match the spec (e.g. a negative line)."""
+
+    id: Any
+    method: str
+    jsonrpc: str = "2.0"
+
+
 class _Protocol(LanguageServerProtocol):
     """pygls answers a request whose handler raised with the server's Python traceback in
-    the error's data; the client gets the error's message, the traceback goes to the log."""
+    the error's data; the client gets the error's message, the traceback goes to the log.
+    pygls drops a request whose params it cannot read, and its client waits forever: it
+    gets an InvalidParams error instead (every request is answered)."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except Exception:
+            if isinstance(data, dict) and "id" in data and isinstance(data.get("method"), str):
+                return _MalformedRequest(data["id"], data["method"])
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _MalformedRequest):
+            self._send_response(message.id, error=types.ResponseError(
+                code=types.ErrorCodes.InvalidParams,
+                message=f"{message.method}: the params do not match the protocol"))
+            return
+        super().handle_message(message)
 
     def _send_response(self, msg_id: Any, result: Any = None,
                        error: types.ResponseError | None = None) -> None:
@@ -175,35 +204,39 @@ class OnnxLensServer(LanguageServer):
     async def _report_worker_start(self) -> None:
         try:
             ready = await self.worker.wait_ready()
-            self.log(f"export worker ready in {ready.get('seconds')} s (pid {ready.get('pid')})")
+            self.log(f"export worker ready in {ready.seconds} s (pid {ready.pid})")
         except WorkerUnavailable as error:
             self.tell(f"onnxlens cannot check models: {error}. Install torch, onnx, "
                       "onnxscript and onnxruntime into the interpreter that runs the server "
                       f"({install_hint()}).", types.MessageType.Error)
             return
         # an untested torch, or a capability that fell back: said once per worker start
-        message = (ready.get("toolchain") or {}).get("message")
+        for warning in ready.warnings:
+            self.log(warning, "warning")
+        message = ready.toolchain.get("message")
         if message and message != self._told_toolchain:
             self._told_toolchain = message
             self.log(message, "warning")
             self.tell(message, types.MessageType.Info)
 
-    def job_request(self, op: str, target: Target, text: str, **extra: Any) -> dict[str, Any]:
+    def job_request(self, kind: JobKind, target: Target, text: str,
+                    **extra: Any) -> JobRequest:
         """A worker job for ``target`` as the user's editor shows ``text``, with the limits
         and tolerances of the current settings."""
         settings = self.settings
-        return {"op": op, "file": str(target.path), "workspace": str(self.root_for(target.path)),
-                "target": target.name, "text": text, "timeout": settings.timeoutSeconds,
-                "memory_limit_mb": settings.memoryLimitMB,
-                "settings": {"opset": settings.opset, "atol": settings.atol,
-                             "rtol": settings.rtol},
-                **extra}
+        return JobRequest(kind, str(target.path), str(self.root_for(target.path)), target.name,
+                          text=text, timeout=settings.timeoutSeconds,
+                          memory_limit_mb=settings.memoryLimitMB,
+                          settings=CheckSettings(settings.opset, settings.atol, settings.rtol),
+                          record_inputs=kind == "check", **extra)
 
-    async def submit(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def submit(self, request: JobRequest) -> JobOutcome:
         try:
             return await self.worker.submit(request)
         except WorkerUnavailable as error:
-            return {"failure": "crashed", "detail": str(error)}
+            from export_worker.messages import JobFailed
+
+            return JobFailed("", "worker-lost", str(error))
 
     # -- settings ------------------------------------------------------------------------
 
@@ -472,9 +505,10 @@ def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]:
     return uri, chosen
 
 
-def _job(ls: OnnxLensServer, uri: str, target: Target, op: str, **extra: Any) -> dict[str, Any]:
+def _job(ls: OnnxLensServer, uri: str, target: Target, kind: JobKind,
+         **extra: Any) -> JobRequest:
     document = ls.workspace.get_text_document(uri)
-    return ls.job_request(op, target, document.source, **extra)
+    return ls.job_request(kind, target, document.source, **extra)
 
 
 def _require_trust(ls: OnnxLensServer) -> None:
@@ -524,13 +558,20 @@ async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     return _job_answer(answer)
 
 
-def _job_answer(answer: dict[str, Any]) -> dict[str, Any]:
-    if "answer" in answer:
-        body = dict(answer["answer"])
-        if "diagnostics" in body:
-            body["diagnostics"] = [diagnostic_from_data(d).message for d in body["diagnostics"]]
-        return body
-    return {"error": f"the job {answer.get('failure', 'failed')}: {answer.get('detail', '')}"}
+def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
+    """A save or run job's answer as the command's result (what the client shows)."""
+    if not isinstance(outcome, JobDone):
+        return {"error": f"the job failed ({outcome.failure}): {outcome.detail}"}
+    answer = outcome.answer
+    body: dict[str, Any] = {"diagnostics": [diagnostic_from_data(d).message
+                                            for d in answer.diagnostics]}
+    if answer.error is not None:
+        body["error"] = answer.error
+    if answer.report is not None:
+        body.update(report=answer.report, markdown=answer.markdown)
+    else:
+        body.update(saved=answer.saved, written=answer.written)
+    return body
 
 
 @server.command("onnxlens.showReport")
@@ -564,7 +605,7 @@ async def restart_worker(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     await ls.worker.restart()
     ready = await ls.worker.wait_ready()
-    return {"pid": ready.get("pid")}
+    return {"pid": ready.pid}
 
 
 @server.command("onnxlens.applyEdit")
@@ -581,7 +622,11 @@ async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
     """For tests and the status bar: the worker's processes and what is being checked."""
     import sys
 
-    worker = await ls.worker.status() if ls.worker.process is not None else {"ready": False}
+    answer = await ls.worker.status()
+    if answer is not None:
+        worker: dict[str, Any] = {**dataclasses.asdict(answer), "ready": True}
+    else:  # not started, warming up, or not answering (it is replaced then)
+        worker = {"pid": ls.worker.pid, "jobs": [], "ready": False}
     return {"trusted": ls.trusted, "worker": worker, "workerState": ls.worker_state,
             "checking": sorted(uri for uri, s in ls.checker.documents.items() if s.checking),
             "serverImportsTorch": "torch" in sys.modules,

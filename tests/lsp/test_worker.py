@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from lsp_server.worker_main import JOB_GC_THRESHOLD
+from export_worker.messages import (
+    JobDone,
+    JobRequest,
+    Message,
+    Ready,
+    Shutdown,
+    StatusQuery,
+    WorkerStatus,
+    decode,
+    encode,
+)
+from export_worker.process import JOB_GC_THRESHOLD
 from tests.conftest import FIXTURES, REPO
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -23,28 +33,28 @@ def _threads(pid: int) -> int:
 def test_warm_up_starts_no_thread_pool_before_forking():
     plain = subprocess.Popen([sys.executable, "-c", "import torch, sys; sys.stdin.read()"],
                              stdin=subprocess.PIPE, env=ENV)
-    worker = subprocess.Popen([sys.executable, "-m", "lsp_server.worker_main"],
+    worker = subprocess.Popen([sys.executable, "-m", "export_worker.process"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, env=ENV)
     try:
-        ready = json.loads(worker.stdout.readline())
-        assert ready["event"] == "ready"
+        ready = decode(worker.stdout.readline())
+        assert isinstance(ready, Ready)
         # Importing torch starts its threads; the warm-up export must add none (an OpenMP
         # pool in a process that forks would hang the children).
         assert _threads(worker.pid) <= _threads(plain.pid)
 
-        request = {"id": "1", "op": "check", "file": str(FIXTURES / "clean" / "factory.py"),
-                   "workspace": str(FIXTURES / "clean"), "target": "scaled", "timeout": 60}
-        worker.stdin.write((json.dumps(request) + "\n").encode())
+        request = JobRequest("check", str(FIXTURES / "clean" / "factory.py"),
+                             str(FIXTURES / "clean"), "scaled", timeout=60, id="1")
+        worker.stdin.write(encode(request))
         worker.stdin.flush()
-        answer = json.loads(worker.stdout.readline())
-        assert answer["id"] == "1"
-        (target,) = answer["answer"]["result"]["targets"]
+        answer = decode(worker.stdout.readline())
+        assert isinstance(answer, JobDone) and answer.id == "1"
+        (target,) = answer.answer.result["targets"]
         assert target["name"] == "scaled" and target["diagnostics"] == []
         assert _threads(worker.pid) <= _threads(plain.pid)  # the check ran in the fork
     finally:
         plain.communicate(b"", timeout=30)
-        worker.stdin.write(b'{"op": "shutdown"}\n')
+        worker.stdin.write(encode(Shutdown()))
         worker.stdin.flush()
         worker.wait(timeout=30)
 
@@ -54,44 +64,48 @@ class _Worker:
 
     def __init__(self, spare: bool) -> None:
         env = {**ENV, "ONNXLENS_WORKER_SPARE": "1" if spare else "0"}
-        self.process = subprocess.Popen([sys.executable, "-m", "lsp_server.worker_main"],
+        self.process = subprocess.Popen([sys.executable, "-m", "export_worker.process"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, env=env)
-        assert self.receive()["event"] == "ready"
+        assert isinstance(self.receive(), Ready)
 
-    def send(self, message: dict) -> None:
-        self.process.stdin.write((json.dumps(message) + "\n").encode())
+    def send(self, message: Message) -> None:
+        self.process.stdin.write(encode(message))
         self.process.stdin.flush()
 
-    def receive(self) -> dict:
-        return json.loads(self.process.stdout.readline())
+    def receive(self) -> Message:
+        return decode(self.process.stdout.readline())
 
-    def status(self) -> dict:
-        self.send({"id": "status", "op": "status"})
-        return self.receive()["status"]
+    def status(self) -> WorkerStatus:
+        self.send(StatusQuery("status"))
+        status = self.receive()
+        assert isinstance(status, WorkerStatus)
+        return status
 
     def wait_for_warm_spare(self, timeout: float = 120) -> int:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            spare = self.status()["spare"]
-            if spare and spare["warm"]:
-                return spare["pid"]
+            spare = self.status().spare
+            if spare and spare.warm:
+                return spare.pid
             time.sleep(0.2)
         raise AssertionError("no warm spare")
 
-    def check(self, job_id: str, workspace: str, target: str) -> dict:
+    def check(self, job_id: str, workspace: str, target: str) -> JobDone:
         folder = Path(__file__).parent / "fixtures" / workspace
-        self.send({"id": job_id, "op": "check", "file": str(folder / "model.py"),
-                   "workspace": str(folder), "target": target, "timeout": 120})
-        return self.receive()
+        self.send(JobRequest("check", str(folder / "model.py"), str(folder), target,
+                             timeout=120, id=job_id))
+        answer = self.receive()
+        assert isinstance(answer, JobDone)
+        return answer
 
     def close(self) -> None:
-        self.send({"op": "shutdown"})
+        self.send(Shutdown())
         self.process.wait(timeout=30)
 
 
-def _probe_message(answer: dict) -> str:
-    (target,) = answer["answer"]["result"]["targets"]
+def _probe_message(answer: JobDone) -> str:
+    (target,) = answer.answer.result["targets"]
     (diagnostic,) = target["diagnostics"]
     assert diagnostic["rule"] == "ONNX003"
     return diagnostic["message"]
@@ -100,17 +114,17 @@ def _probe_message(answer: dict) -> str:
 def test_jobs_run_in_the_warm_spare_which_looks_like_a_fresh_fork_to_user_code():
     worker = _Worker(spare=True)
     try:
-        spare = worker.status()["spare"]  # forked right after "ready": still warming up
-        assert spare is not None and not spare["warm"]
+        spare = worker.status().spare  # forked right after "ready": still warming up
+        assert spare is not None and not spare.warm
         fresh = worker.check("1", "probe", "Probe")
-        assert fresh["pid"] != spare["pid"]  # not warm yet: a fresh fork ran the job
+        assert fresh.pid != spare.pid  # not warm yet: a fresh fork ran the job
 
-        assert worker.wait_for_warm_spare() == spare["pid"]  # the spare was kept
+        assert worker.wait_for_warm_spare() == spare.pid  # the spare was kept
         in_spare = worker.check("2", "probe", "Probe")
-        assert in_spare["pid"] == spare["pid"]  # now the spare ran it...
-        assert worker.wait_for_warm_spare() != spare["pid"]  # ...and a new one took its place
+        assert in_spare.pid == spare.pid  # now the spare ran it...
+        assert worker.wait_for_warm_spare() != spare.pid  # ...and a new one took its place
         with contextlib.suppress(ProcessLookupError):
-            os.kill(spare["pid"], 0)
+            os.kill(spare.pid, 0)
             raise AssertionError("the spare that ran the job is still alive")
     finally:
         worker.close()

@@ -33,7 +33,7 @@ test("a failing model's problems are listed at their lines", async () => {
   await expect(statusItem(page)).toContainText("ONNX: 4 problems");
   const processes = recordProcesses(server).map((p) => p.command);
   expect(processes.some((c) => c.includes("onnxlens_server.py"))).toBe(true);
-  expect(processes.some((c) => c.includes("lsp_server.worker_main"))).toBe(true);
+  expect(processes.some((c) => c.includes("export_worker.process"))).toBe(true);
   await screenshot(page, "problems");
 });
 

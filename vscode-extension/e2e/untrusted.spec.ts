@@ -16,7 +16,7 @@ test("an untrusted workspace runs no model code until it is trusted", async () =
   await page.waitForTimeout(5000);
   const commands = recordProcesses(server).map((p) => p.command);
   expect(commands.some((c) => c.includes("onnxlens_server.py"))).toBe(true);
-  expect(commands.filter((c) => c.includes("worker_main"))).toEqual([]);
+  expect(commands.filter((c) => c.includes("export_worker.process"))).toEqual([]);
   expect(await problems(page)).toEqual([]);
   await screenshot(page, "untrusted");
 
@@ -24,6 +24,6 @@ test("an untrusted workspace runs no model code until it is trusted", async () =
   await runCommand(page, "Workspaces: Manage Workspace Trust");
   await page.getByRole("button", { name: /^Trust( Folder)?$/ }).first().click();
   await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX106", 15], ["ONNX201", 17]]);
-  expect(recordProcesses(server).some((p) => p.command.includes("worker_main"))).toBe(true);
+  expect(recordProcesses(server).some((p) => p.command.includes("export_worker.process"))).toBe(true);
   await screenshot(page, "trusted-after-grant");
 });

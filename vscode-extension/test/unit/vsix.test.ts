@@ -24,7 +24,7 @@ test.describe("the packaged .vsix", () => {
   });
 
   test("carries the server's Python code and the launcher", () => {
-    for (const file of ["tool/onnxlens_server.py", "tool/lsp_server/server.py", "tool/lsp_server/worker_main.py",
+    for (const file of ["tool/onnxlens_server.py", "tool/lsp_server/server.py", "tool/export_worker/process.py",
       "tool/exporter/pipeline.py", "tool/exporter/sarif.py"]) {
       expect(files).toContain(`extension/bundled/${file}`);
     }

@@ -1,4 +1,4 @@
-"""The warm export worker: ``python -m lsp_server.worker_main``.
+"""The warm export worker: ``python -m export_worker.process [--no-spare]``.
 
 It imports torch, onnx, onnxscript and the whole check pipeline once and builds the exporter
 session (the torchlib registry), then forks one process per job: whatever the warm-up built
@@ -15,19 +15,15 @@ tensors), so no OpenMP thread pool exists here when it forks; onnxruntime, whose
 starts a thread, is imported by each job. It multiplexes its pipes with ``selectors`` on one
 thread.
 
-Protocol: JSON lines. Requests on stdin: ``{"id", "op": "check"|"save"|"run", ...}``,
-``{"id", "op": "cancel", "job": ID}``, ``{"op": "status"}``, ``{"op": "shutdown"}``.
-Events on the original stdout (the job's own prints go to stderr): ``{"event": "ready"}``,
-``{"id", "answer": ..., "pid"}`` (the job's process), ``{"id", "failure":
-"timeout"|"memory"|"crashed"|"cancelled"}``,
-``{"id", "status": {"pid", "jobs", "spare", "toolchain"}}`` (``exporter.toolchain``).
+Protocol: ``export_worker.messages``, one message per line: requests on stdin, events on the
+original stdout (the jobs' own prints go to stderr). docs/architecture.md describes it.
 """
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import gc
-import json
 import os
 import selectors
 import signal
@@ -38,7 +34,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from export_worker.messages import (
+    Cancel,
+    DecodeError,
+    Event,
+    FailureKind,
+    JobAnswer,
+    JobDone,
+    JobFailed,
+    JobProcess,
+    JobRequest,
+    Missing,
+    Ready,
+    Shutdown,
+    SpareProcess,
+    StatusQuery,
+    WorkerStatus,
+    answer_from_bytes,
+    answer_to_bytes,
+    decode,
+    encode,
+)
+
 SPARE_MODEL = Path(__file__).resolve().parent / "spare_model.py"
+#: A job stops its own Python code at its timeout (ONNX901 located where it ran); code that
+#: does not return to Python (a native loop) is killed this much later.
+KILL_GRACE_SECONDS = 3.0
 _PR_SET_PDEATHSIG = 1
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -52,7 +73,7 @@ class Job:
     deadline: float | None
     memory_limit: int | None
     output: bytearray = field(default_factory=bytearray)
-    failure: str | None = None
+    failure: FailureKind | None = None
     peak_rss: int = 0
 
 
@@ -91,30 +112,39 @@ class Worker:
 
     # -- messages ------------------------------------------------------------------------
 
-    def send(self, message: dict[str, Any]) -> None:
-        self.channel.write(json.dumps(message).encode() + b"\n")
+    def send(self, message: Event) -> None:
+        self.channel.write(encode(message))
         self.channel.flush()
 
     # -- start-up --------------------------------------------------------------------------
 
     def warm_up(self) -> None:
         started = time.perf_counter()
+        import torch
 
+        # A job's models draw their random weights from the state a fresh Python process
+        # starts with, as the plain exporter run by hand would (the warm-up draws too).
+        fresh_random_state = torch.random.get_rng_state()
         from exporter.session import ExportSession
 
         _no_tqdm_monitor()
         self.session = ExportSession()
         self.session.warm_up()  # also exports a tiny model: torch's caches warm
         _import_job_modules()
+        torch.random.set_rng_state(fresh_random_state)
         # What exists now lives as long as the worker: out of the collector's reach, a job's
         # full collection does not traverse it (nor copy its pages).
         gc.freeze()
-        from exporter import toolchain
+        from exporter import shortcuts, toolchain, torch_compat
 
         self.toolchain = toolchain.current().to_json()
-        self.send({"event": "ready", "pid": os.getpid(),
-                   "seconds": round(time.perf_counter() - started, 3),
-                   "toolchain": self.toolchain})
+        warnings = [f"{shortcuts.ENVIRONMENT_VARIABLE} names no shortcut {name!r} (known: "
+                    f"{', '.join(shortcuts.SHORTCUTS)})" for name in shortcuts.unknown_names()]
+        warnings += [f"{torch_compat.ENVIRONMENT_VARIABLE} names no capability {name!r} "
+                     f"(known: {', '.join(torch_compat.CAPABILITIES)})"
+                     for name in torch_compat.unknown_names()]
+        self.send(Ready(os.getpid(), round(time.perf_counter() - started, 3), self.toolchain,
+                        warnings))
 
     # -- loop ------------------------------------------------------------------------------
 
@@ -141,29 +171,34 @@ class Worker:
         while b"\n" in self.buffer:
             line, _, rest = bytes(self.buffer).partition(b"\n")
             self.buffer = bytearray(rest)
-            if line.strip() and not self._handle(json.loads(line)):
+            if not line.strip():
+                continue
+            try:
+                request = decode(line)
+            except DecodeError as error:  # a client bug: say so, keep serving
+                print(f"onnxlens worker: {error}", file=sys.stderr)
+                continue
+            if not self._handle(request):
                 return False
         return True
 
-    def _handle(self, request: dict[str, Any]) -> bool:
-        op = request.get("op")
-        if op == "shutdown":
+    def _handle(self, request: Any) -> bool:
+        if isinstance(request, Shutdown):
             return False
-        if op == "cancel":
-            self._kill(request["job"], "cancelled")
-        elif op == "status":
-            self.send({"id": request.get("id"), "status": {
-                "pid": os.getpid(),
-                "jobs": [{"id": job.id, "pid": job.pid} for job in self.jobs.values()],
-                "spare": None if self.spare is None else {"pid": self.spare.pid,
-                                                          "warm": self.spare.warm},
-                "toolchain": self.toolchain,
-            }})
-        else:
+        if isinstance(request, Cancel):
+            self._kill(request.job, "cancelled")
+        elif isinstance(request, StatusQuery):
+            spare = self.spare
+            self.send(WorkerStatus(
+                request.id, os.getpid(),
+                [JobProcess(job.id, job.pid) for job in self.jobs.values()],
+                None if spare is None else SpareProcess(spare.pid, spare.warm),
+                self.toolchain))
+        elif isinstance(request, JobRequest):
             self._start(request)
         return True
 
-    def _start(self, request: dict[str, Any]) -> None:
+    def _start(self, request: JobRequest) -> None:
         handed = self._hand_to_spare(request)
         if handed is not None:
             pid, read_end = handed
@@ -175,15 +210,14 @@ class Worker:
                 self._run_child(request, write_end)  # never returns
             os.close(write_end)
         os.set_blocking(read_end, False)
-        timeout = request.get("timeout")
-        memory = request.get("memory_limit_mb")
-        job = Job(request["id"], pid, read_end, time.monotonic(),
-                  time.monotonic() + timeout if timeout else None,
+        timeout, memory = request.timeout, request.memory_limit_mb
+        job = Job(request.id, pid, read_end, time.monotonic(),
+                  time.monotonic() + timeout + KILL_GRACE_SECONDS if timeout else None,
                   int(memory) * 1024 * 1024 if memory else None)
         self.jobs[read_end] = job
         self.selector.register(read_end, selectors.EVENT_READ, "job")
 
-    def _run_child(self, request: dict[str, Any], pipe: int) -> None:
+    def _run_child(self, request: JobRequest, pipe: int) -> None:
         status = 0
         try:
             self._become_job_process()
@@ -200,15 +234,15 @@ class Worker:
         self.selector.close()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-    def _answer(self, request: dict[str, Any], pipe: int) -> None:
-        from lsp_server.worker_jobs import run_job
+    def _answer(self, request: JobRequest, pipe: int) -> None:
+        from export_worker.jobs import run_job
 
         try:
             answer = run_job(self.session, request)
         except BaseException as error:
-            answer = {"error": "".join(traceback.format_exception_only(type(error), error))
-                      .strip(), "internal": True}
-        _write_all(pipe, json.dumps(answer).encode())
+            answer = JobAnswer(error="".join(traceback.format_exception_only(type(error), error))
+                               .strip(), internal=True)
+        _write_all(pipe, answer_to_bytes(answer))
 
     # -- the spare -------------------------------------------------------------------------
 
@@ -238,7 +272,9 @@ class Worker:
             os.close(ready_pipe)
             line = _read_line(request_pipe)
             if line:  # nothing: the worker let this spare go
-                self._answer(json.loads(line), answer_pipe)
+                request = decode(line)
+                assert isinstance(request, JobRequest)
+                self._answer(request, answer_pipe)
         except BaseException:
             status = 70
         finally:
@@ -258,14 +294,14 @@ class Worker:
         else:  # the spare died while warming up
             self._drop_spare()
 
-    def _hand_to_spare(self, request: dict[str, Any]) -> tuple[int, int] | None:
+    def _hand_to_spare(self, request: JobRequest) -> tuple[int, int] | None:
         """Give ``request`` to the spare if it is warm: (its pid, its answer pipe)."""
         spare = self.spare
         if spare is None or not spare.warm:
             return None
         self.spare = None
         try:
-            _write_all(spare.request, json.dumps(request).encode() + b"\n")
+            _write_all(spare.request, encode(request))
         except OSError:  # it died meanwhile
             self.spare = spare
             self._drop_spare()
@@ -303,20 +339,15 @@ class Worker:
         del self.jobs[job.pipe]
         _, status = os.waitpid(job.pid, 0)
         seconds = round(time.monotonic() - job.started, 3)
+        peak_mb = job.peak_rss // (1024 * 1024)
         if job.failure is not None:
-            self.send({"id": job.id, "failure": job.failure, "seconds": seconds,
-                       "peak_rss_mb": job.peak_rss // (1024 * 1024)})
+            self.send(JobFailed(job.id, job.failure, "", seconds, peak_mb))
             return
-        try:
-            answer = json.loads(job.output) if job.output else None
-        except json.JSONDecodeError:
-            answer = None
+        answer = answer_from_bytes(bytes(job.output)) if job.output else None
         if answer is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            self.send({"id": job.id, "failure": "crashed", "detail": _describe_status(status),
-                       "seconds": seconds})
+            self.send(JobFailed(job.id, "crashed", _describe_status(status), seconds, peak_mb))
         else:
-            self.send({"id": job.id, "answer": answer, "seconds": seconds, "pid": job.pid,
-                       "peak_rss_mb": job.peak_rss // (1024 * 1024)})
+            self.send(JobDone(job.id, answer, seconds, job.pid, peak_mb))
 
     def _watch_jobs(self) -> None:
         now = time.monotonic()
@@ -331,7 +362,7 @@ class Worker:
             if job.memory_limit is not None and rss > job.memory_limit:
                 self._kill(job.id, "memory")
 
-    def _kill(self, job_id: str, failure: str) -> None:
+    def _kill(self, job_id: str, failure: FailureKind) -> None:
         for job in self.jobs.values():
             if job.id == job_id and job.failure is None:
                 job.failure = failure
@@ -351,8 +382,8 @@ JOB_GC_THRESHOLD = (50_000, 20, 20)
 
 def _import_job_modules() -> None:
     """What a job imports (≈0.1 s in every job otherwise)."""
+    import export_worker.jobs  # noqa: F401 - the job runner, result serialization
     import exporter.pipeline  # noqa: F401 - the stages, onnx's checker
-    import lsp_server.worker_jobs  # noqa: F401 - the job runner, result serialization
 
 
 def warm_spare(session: Any) -> None:
@@ -431,16 +462,21 @@ def _die_with_parent() -> None:
         pass
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m export_worker.process")
+    parser.add_argument("--no-spare", action="store_true",
+                        help="keep no warm spare process (for clients that submit jobs at once)")
+    args = parser.parse_args(argv)
     # The protocol owns the original stdout; anything else printed goes to stderr.
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    worker = Worker(channel, spare=os.environ.get("ONNXLENS_WORKER_SPARE", "1") != "0")
+    spare = not args.no_spare and os.environ.get("ONNXLENS_WORKER_SPARE", "1") != "0"
+    worker = Worker(channel, spare=spare)
     try:
         worker.warm_up()
     except ImportError as error:
-        worker.send({"event": "missing", "detail": str(error)})
+        worker.send(Missing(str(error)))
         return
     worker.serve()
 

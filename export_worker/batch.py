@@ -1,0 +1,115 @@
+"""``onnxlens check`` on the worker: every target in its own fork, ``jobs`` at a time.
+
+Targets are found in this process (``exporter.targets`` reads the source, it imports
+nothing); each one is checked by a job of the warm worker, so a crash, an ``os._exit``, a
+native endless loop or a memory hog costs that target only (``export_worker.outcomes``).
+A file's results are handed on as soon as it and every file before it are done: the report
+streams in a stable order, whatever order the jobs finish in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from export_worker.client import WorkerClient, WorkerUnavailable
+from export_worker.messages import CheckSettings, JobRequest, Ready
+from export_worker.outcomes import Limits, target_result
+from exporter.result import CheckResult, TargetResult
+from exporter.sourcetext import decoding_problem, read_source
+from exporter.targets import Target, discover
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    workspace: Path
+    settings: CheckSettings
+    timeout: float | None  # seconds per target; None: no limit
+    memory_limit_mb: int | None
+    jobs: int
+
+
+@dataclass
+class BatchResult:
+    result: CheckResult
+    ready: Ready
+
+
+def check_files(files: list[Path], options: BatchOptions,
+                on_file: Callable[[CheckResult], None] = lambda _: None,
+                python: str = sys.executable) -> BatchResult:
+    """Check ``files``; ``on_file`` gets each file's result in order, as soon as it can.
+    Raises ``WorkerUnavailable`` when the worker cannot start (``.missing``: no toolchain)."""
+    return asyncio.run(_check_files(files, options, on_file, python))
+
+
+@dataclass
+class _File:
+    path: Path
+    result: CheckResult
+    targets: list[Target]
+    done: list[TargetResult | None]
+
+    @property
+    def finished(self) -> bool:
+        return all(result is not None for result in self.done)
+
+
+async def _check_files(files: list[Path], options: BatchOptions,
+                       on_file: Callable[[CheckResult], None], python: str) -> BatchResult:
+    client = WorkerClient(python=python, spare=False)
+    await client.start()
+    try:
+        entries = [_discover(path) for path in files]  # while the worker warms up
+        ready = await client.wait_ready()
+        limits = Limits(options.timeout, options.memory_limit_mb)
+        slots = asyncio.Semaphore(max(1, options.jobs))
+        emitted = 0
+
+        def emit_finished() -> None:
+            nonlocal emitted
+            while emitted < len(entries) and entries[emitted].finished:
+                entry = entries[emitted]
+                entry.result.targets = [r for r in entry.done if r is not None]
+                on_file(entry.result)
+                emitted += 1
+
+        async def run(entry: _File, index: int) -> None:
+            target = entry.targets[index]
+            request = JobRequest("check", str(target.path), str(options.workspace),
+                                 target.name, settings=options.settings,
+                                 timeout=options.timeout,
+                                 memory_limit_mb=options.memory_limit_mb)
+            async with slots:
+                outcome = await client.submit(request)
+            entry.done[index] = target_result(target, outcome, limits)
+            emit_finished()
+
+        emit_finished()  # files without targets before the first job
+        await asyncio.gather(*(run(entry, index) for entry in entries
+                               for index in range(len(entry.targets))))
+        emit_finished()
+    finally:
+        await client.stop()
+    result = CheckResult()
+    for entry in entries:
+        result.extend(entry.result)
+    return BatchResult(result, ready)
+
+
+def _discover(path: Path) -> _File:
+    path = path.resolve()
+    result = CheckResult(files=[path])
+    problem = decoding_problem(path)
+    if problem is not None:
+        result.file_diagnostics.append(problem)
+        return _File(path, result, [], [])
+    found = discover(path, read_source(path))
+    result.file_diagnostics.extend(found.diagnostics)
+    return _File(path, result, list(found.targets), [None] * len(found.targets))
+
+
+__all__ = ["BatchOptions", "BatchResult", "WorkerUnavailable", "check_files"]

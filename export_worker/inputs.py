@@ -1,0 +1,94 @@
+"""What a check job reads: the inputs that decide whether its result may be reused.
+
+A check job records the files it opens (an audit hook sees every open); the language server
+reuses the result while every Python file it read from outside the installed packages still
+has the same content (``lsp_server/reuse.py``). A check that read any other file (weights,
+data) is never reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from exporter.source_map import is_library_path
+
+# The operating system's files: read by the toolchain (e.g. /etc/os-release), never by models.
+_SYSTEM_ROOTS = ("/proc/", "/sys/", "/dev/", "/etc/", "/usr/", "/lib/", "/lib64/", "/run/")
+
+
+def digest(path: str) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+class InputRecorder:
+    """Inside a check job: the files the check opens, except ``own`` (the target file when
+    the request carries its text). ``inputs()`` is None when the result must not be reused."""
+
+    def __init__(self, own: Path | None) -> None:
+        self.own = str(own.resolve()) if own is not None else None
+        self.modules: dict[str, str | None] = {}
+        self.reusable = True
+        self._busy = False
+        sys.addaudithook(self._hook)  # lives as long as the job's process
+
+    def inputs(self) -> dict[str, Any] | None:
+        if not self.reusable or None in self.modules.values():
+            return None
+        return {"modules": self.modules}
+
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if event != "open" or self._busy or not self.reusable:
+            return
+        self._busy = True  # reading a module to hash it opens it again
+        try:
+            self._opened(args[0], args[1], args[2])
+        except Exception:  # never disturb the check; an unreadable input is not reused
+            self.reusable = False
+        finally:
+            self._busy = False
+
+    def _opened(self, file: Any, mode: str | None, flags: int) -> None:
+        if isinstance(file, int):
+            return  # an already open descriptor
+        path = os.path.abspath(os.fsdecode(file))
+        if not _reads_existing(mode, flags) or path == self.own or _ignored(path):
+            return  # what a check writes does not change what it found
+        source = _python_source(path)
+        if source is None:
+            self.reusable = False
+        elif source not in self.modules and source != self.own:
+            self.modules[source] = digest(source)
+
+
+def _reads_existing(mode: str | None, flags: int | None) -> bool:
+    """Whether an open can read what the file held before (not a write, not a new file)."""
+    if mode is not None:
+        return "r" in mode or ("a" in mode and "+" in mode)
+    flags = flags or 0
+    return flags & os.O_ACCMODE != os.O_WRONLY and not flags & (os.O_EXCL | os.O_TRUNC)
+
+
+def _ignored(path: str) -> bool:
+    return (path.startswith(_SYSTEM_ROOTS) or is_library_path(Path(path)))
+
+
+def _python_source(path: str) -> str | None:
+    """The Python source a read stands for (a cached ``.pyc`` stands for its ``.py``)."""
+    if path.endswith(".py"):
+        return path
+    if path.endswith(".pyc"):
+        try:
+            return importlib.util.source_from_cache(path)
+        except ValueError:
+            return None
+    return None
+
+

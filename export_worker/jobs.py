@@ -1,0 +1,74 @@
+"""What a forked job process does: one job (check, save or run) on one target.
+
+Runs only inside the export worker (it imports torch through ``exporter``). Each job runs in
+a fresh fork of the warm worker, so user modules start from scratch and a crash, a hang or a
+memory blow-up takes down only that process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from export_worker.inputs import InputRecorder
+from export_worker.messages import JobAnswer, JobRequest
+from exporter.context import CheckContext, Settings
+from exporter.result import CheckResult, TargetResult
+from exporter.serialize import diagnostic_to_data, result_to_data
+from exporter.session import ExportSession
+from exporter.sourcetext import set_overlay
+
+
+def run_job(session: ExportSession, request: JobRequest) -> JobAnswer:
+    path = Path(request.file)
+    if request.text is not None:
+        set_overlay(path, request.text)
+    # What a check reads decides whether the server may reuse its result (lsp_server.reuse).
+    recorder = InputRecorder(path if request.text is not None else None) \
+        if request.record_inputs else None
+    session.settings = Settings(opset=request.settings.opset, atol=request.settings.atol,
+                                rtol=request.settings.rtol, optimize=request.optimize,
+                                # stops Python code where it runs (ONNX901 at that line);
+                                # native code is stopped by the worker a moment later
+                                timeout=request.timeout)
+    found = session.discover(path)
+    target = next((t for t in found.targets if t.name == request.target), None)
+    if target is None:
+        return JobAnswer(error=f"no export target {request.target!r} in {path.name}")
+    context, target_result = session.run_target(target, Path(request.workspace))
+    result = CheckResult(targets=[target_result], files=[path])
+    if request.kind == "check":
+        return JobAnswer(result=result_to_data(result),
+                         inputs=recorder.inputs() if recorder is not None else None)
+    if request.kind == "save":
+        return _save(context, result, request)
+    return _run(context, target_result, request)
+
+
+def _save(context: CheckContext, result: CheckResult, request: JobRequest) -> JobAnswer:
+    from exporter.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, save_model
+    from exporter.files import UnsafePathError
+
+    errors = [diagnostic_to_data(d) for d in result.diagnostics if d.severity == "error"]
+    if context.translated is None or context.weightless:
+        return JobAnswer(saved=False, diagnostics=errors,
+                         error='weights="none" models have no weights to save'
+                         if context.weightless else "the export failed; the file was not written")
+    if request.output is None:
+        return JobAnswer(error="no output path", internal=True)
+    try:
+        written = save_model(context.translated.onnx_program.model_proto, Path(request.output),
+                             request.threshold or DEFAULT_EXTERNAL_DATA_THRESHOLD)
+    except (UnsafePathError, FileNotFoundError) as error:
+        return JobAnswer(saved=False, diagnostics=errors, error=f"{request.output}: {error}")
+    return JobAnswer(saved=True, written=[str(p) for p in written], diagnostics=errors)
+
+
+def _run(context: CheckContext, target_result: TargetResult, request: JobRequest) -> JobAnswer:
+    from exporter.run_report import build_run_report, format_run_report
+
+    try:
+        report = build_run_report(context, target_result, None, request.repeat)
+    except Exception as error:
+        return JobAnswer(error=f"cannot run {context.target.name}: {error}",
+                         diagnostics=[diagnostic_to_data(d) for d in target_result.diagnostics])
+    return JobAnswer(report=report, markdown=format_run_report(report))

@@ -1,0 +1,208 @@
+"""The messages between a client (the CLI, the language server) and the export worker.
+
+One JSON object per line, ``{"type": <class name>, ...fields}``, read and written only by
+``encode`` and ``decode`` (docs/architecture.md, "The worker protocol"). Requests go to the
+worker's stdin, events come back on its stdout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+JobKind = Literal["check", "save", "run"]
+#: why a job has no answer: killed at its deadline, past its memory limit, its process died,
+#: cancelled by the client, or the worker itself went away while the job ran
+FailureKind = Literal["timeout", "memory", "crashed", "cancelled", "worker-lost"]
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """What changes a check's result besides the code (None: torch.onnx.export's default)."""
+
+    opset: int | None = None
+    atol: float | None = None
+    rtol: float | None = None
+
+
+# -- client → worker -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class JobRequest:
+    """Check, save or run one export target in a fresh fork of the warm worker."""
+
+    kind: JobKind
+    file: str
+    workspace: str
+    target: str
+    text: str | None = None  # the editor's unsaved text; None: the file on disk
+    settings: CheckSettings = field(default_factory=CheckSettings)
+    timeout: float | None = None  # seconds; None: no limit
+    memory_limit_mb: int | None = None
+    record_inputs: bool = False  # for the server's result reuse (export_worker/inputs.py)
+    output: str | None = None  # save: where
+    threshold: int | None = None  # save: external data from this size on
+    optimize: bool = True  # save: onnxscript's optimizer, as torch.onnx.export
+    repeat: int = 20  # run: timed runs
+    id: str = ""  # set by the client
+
+
+@dataclass(frozen=True)
+class Cancel:
+    job: str
+
+
+@dataclass(frozen=True)
+class StatusQuery:
+    id: str
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    pass
+
+
+# -- worker → client -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ready:
+    pid: int
+    seconds: float
+    toolchain: dict[str, Any]  # exporter.toolchain.ToolchainStatus.to_json()
+    warnings: list[str] = field(default_factory=list)  # e.g. unknown names in ONNXLENS_* vars
+
+
+@dataclass(frozen=True)
+class Missing:
+    """The worker cannot import the export toolchain; it exits after saying so."""
+
+    detail: str
+
+
+@dataclass(frozen=True)
+class JobAnswer:
+    """What a job process computed (which fields are set depends on the job's kind)."""
+
+    result: dict[str, Any] | None = None  # check: exporter.serialize.result_to_data
+    inputs: dict[str, Any] | None = None  # check with record_inputs; None: not reusable
+    error: str | None = None  # the job could not do what was asked
+    internal: bool = False  # ... because of an onnxlens bug
+    saved: bool = False
+    written: list[str] = field(default_factory=list)
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)  # save/run: the errors
+    report: dict[str, Any] | None = None  # run: exporter.run_report
+    markdown: str | None = None
+
+
+@dataclass(frozen=True)
+class JobDone:
+    id: str
+    answer: JobAnswer
+    seconds: float
+    pid: int
+    peak_rss_mb: int = 0
+
+
+@dataclass(frozen=True)
+class JobFailed:
+    id: str
+    failure: FailureKind
+    detail: str = ""
+    seconds: float = 0.0
+    peak_rss_mb: int = 0
+
+
+@dataclass(frozen=True)
+class JobProcess:
+    id: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class SpareProcess:
+    pid: int
+    warm: bool
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    id: str
+    pid: int
+    jobs: list[JobProcess]
+    spare: SpareProcess | None
+    toolchain: dict[str, Any]
+
+
+Request = JobRequest | Cancel | StatusQuery | Shutdown
+Event = Ready | Missing | JobDone | JobFailed | WorkerStatus
+Message = Request | Event
+JobOutcome = JobDone | JobFailed
+
+_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
+    JobRequest, Cancel, StatusQuery, Shutdown, Ready, Missing, JobDone, JobFailed,
+    WorkerStatus)}
+
+
+class DecodeError(ValueError):
+    """A line that is not a message of this protocol."""
+
+
+def encode(message: Message) -> bytes:
+    return json.dumps({"type": type(message).__name__, **dataclasses.asdict(message)}
+                      ).encode() + b"\n"
+
+
+def decode(line: bytes | str) -> Message:
+    try:
+        data = json.loads(line)
+        cls = _TYPES[data.pop("type")]
+        return _build(cls, data)  # type: ignore[no-any-return]
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise DecodeError(f"not a worker message: {str(line)[:200]!r} ({error})") from None
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    hints = _hints(cls)
+    unknown = set(data) - set(hints)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
+    return cls(**{name: _value(hints[name], value) for name, value in data.items()})
+
+
+def _value(hint: Any, value: Any) -> Any:
+    """Nested dataclasses (also in ``X | None`` and ``list[X]``) from their dicts."""
+    if value is None:
+        return None
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _build(hint, value)
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is list and args and dataclasses.is_dataclass(args[0]):
+        return [_value(args[0], item) for item in value]
+    if origin in (Union, types.UnionType):
+        for arg in args:
+            if dataclasses.is_dataclass(arg):
+                return _value(arg, value)
+    return value
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {name: hint for name, hint in get_type_hints(cls).items() if name in names}
+
+
+def answer_to_bytes(answer: JobAnswer) -> bytes:
+    """What a job process writes to its pipe (the worker wraps it into ``JobDone``)."""
+    return json.dumps(dataclasses.asdict(answer)).encode()
+
+
+def answer_from_bytes(data: bytes) -> JobAnswer | None:
+    """None for anything but a whole answer (a job process that died while writing)."""
+    try:
+        return _build(JobAnswer, json.loads(data))  # type: ignore[no-any-return]
+    except (ValueError, TypeError, AttributeError):
+        return None

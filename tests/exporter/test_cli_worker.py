@@ -1,0 +1,108 @@
+"""``onnxlens check`` on the shared export worker: each target in its own process, so a
+crash, an exit, a native loop or a memory hog costs that target only, and ``--jobs``
+changes how fast a report comes, never what it says."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from exporter.cli import main
+from tests.conftest import FIXTURES, REPO
+
+FAULTS = Path(__file__).parent / "faults"
+TIMEOUT = 5
+
+
+def test_faults_cost_only_their_own_target(tmp_path):
+    """The acceptance test of issue "nothing lost": before, the segfault ended the whole
+    run with exit 139 and no report."""
+    report_path = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "check", str(FAULTS), "--root", str(FAULTS),
+         "--format", "json", "-o", str(report_path), "--timeout", str(TIMEOUT),
+         "--memory-limit-mb", "1024", "--jobs", "2"],
+        capture_output=True, text=True, timeout=300, cwd=FAULTS)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    report = json.loads(report_path.read_text())
+    by_target = {t["name"]: t for t in report["targets"]}
+    assert set(by_target) == {"Good", "Segfault", "ExitsAtImport", "NativeLoop", "MemoryHog"}
+    assert by_target["Good"]["ok"] is True
+
+    found = {d["target"]: d for d in report["diagnostics"]}
+    assert set(found) == {"Segfault", "ExitsAtImport", "NativeLoop", "MemoryHog"}
+    expected = {  # rule, file, line of the class name, what the message says
+        "Segfault": ("ONNX902", "segfault.py", 9, "killed by signal SIGSEGV"),
+        "ExitsAtImport": ("ONNX902", "exit_at_import.py", 11, "exited with status 3"),
+        "NativeLoop": ("ONNX901", "native_loop.py", 7, f"did not finish within {TIMEOUT} s"),
+        "MemoryHog": ("ONNX903", "memory_hog.py", 7, "memory limit of 1024 MB"),
+    }
+    for name, (rule, path, line, words) in expected.items():
+        diagnostic = found[name]
+        assert (diagnostic["rule"], diagnostic["path"], diagnostic["range"]["start"]["line"]) \
+            == (rule, path, line), diagnostic
+        assert words in diagnostic["message"]
+        assert diagnostic["severity"] == "error"
+    # the native loop was stopped at its deadline, not when the run ended
+    (stage,) = by_target["NativeLoop"]["stages"]
+    assert stage["state"] == "failed" and stage["seconds"] < TIMEOUT + 5
+
+
+def _report(paths: list[Path], jobs: int, capsys: pytest.CaptureFixture[str]) -> dict:
+    status = main(["check", *map(str, paths), "--root", str(REPO), "--format", "json",
+                   "--jobs", str(jobs)])
+    report = json.loads(capsys.readouterr().out)
+    report["status"] = status
+    return report
+
+
+def _verdicts(report: dict) -> dict:
+    """What a report says, without the figures that vary from run to run (times, and the
+    error sizes of models with random weights)."""
+    return {
+        "status": report["status"],
+        "targets": [(t["path"], t["name"], t["ok"], [s["state"] for s in t["stages"]])
+                    for t in report["targets"]],
+        "diagnostics": [(d["rule"], d["path"], d["range"], d["target"]) for d in
+                        report["diagnostics"]],
+    }
+
+
+def test_jobs_in_parallel_give_the_same_report_as_one_at_a_time(capsys):
+    paths = [REPO / "examples", FIXTURES / "clean", FIXTURES / "mixed",
+             FIXTURES / "helper_module", FIXTURES / "no_translation"]
+    one = _report(paths, 1, capsys)
+    two = _report(paths, 2, capsys)
+    assert len(one["targets"]) >= 10
+    assert _verdicts(one) == _verdicts(two)
+
+
+def test_text_report_streams_files_in_order(capsys):
+    """Findings are printed per file as soon as it and the files before it are done, in
+    the order of the paths, whichever job finishes first."""
+    files = [FIXTURES / "no_translation" / "model.py", FIXTURES / "clean" / "factory.py",
+             REPO / "examples" / "failing" / "special_functions.py"]
+    assert main(["check", *map(str, files), "--jobs", "3"]) == 1
+    out = capsys.readouterr().out
+    first = out.index("no_translation/model.py:")
+    last = out.index("special_functions.py:")
+    assert first < last
+    assert out.rstrip().splitlines()[-1].startswith("Checked 3 target(s) in 3 file(s)")
+
+
+@pytest.mark.parametrize(("option", "value", "words"), [
+    ("--jobs", "0", "must be between 1 and 256"),
+    ("--jobs", "two", "not a whole number"),
+    ("--memory-limit-mb", "12", "must be between 256 and 1048576"),
+    ("--memory-limit-mb", "nan", "not a whole number of megabytes"),
+])
+def test_bad_limits_are_usage_errors(option, value, words, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", str(FIXTURES / "clean"), option, value])
+    assert exit_info.value.code == 2
+    assert words in capsys.readouterr().err
