@@ -160,7 +160,8 @@ def decode(line: bytes | str) -> Message:
     try:
         data = json.loads(line)
         cls = _TYPES[data.pop("type")]
-        return _build(cls, data)  # type: ignore[no-any-return]
+        message: Message = _build(cls, data)
+        return message
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise DecodeError(f"not a worker message: {str(line)[:200]!r} ({error})") from None
 
@@ -203,6 +204,7 @@ def answer_to_bytes(answer: JobAnswer) -> bytes:
 def answer_from_bytes(data: bytes) -> JobAnswer | None:
     """None for anything but a whole answer (a job process that died while writing)."""
     try:
-        return _build(JobAnswer, json.loads(data))  # type: ignore[no-any-return]
+        answer: JobAnswer = _build(JobAnswer, json.loads(data))
+        return answer
     except (ValueError, TypeError, AttributeError):
         return None

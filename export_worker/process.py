@@ -91,8 +91,8 @@ class Spare:
 def _no_tqdm_monitor() -> None:
     """torch.fx's Interpreter makes a (disabled) tqdm progress bar per run when tqdm is
     installed (transformers brings it), and tqdm starts a monitor thread with its first bar:
-    a process that forks must run no threads (DESIGN §4). ``monitor_interval = 0`` is tqdm's
-    documented way to start none."""
+    a process that forks must run no threads (docs/architecture.md §4).
+    ``monitor_interval = 0`` is tqdm's documented way to start none."""
     try:
         import tqdm
     except ImportError:

@@ -46,7 +46,8 @@ def _short(message: str, limit: int = 300) -> str:
 def stack_frames(stack: list[dict[str, Any]], files: dict[int, str]) -> list[Frame]:
     frames = []
     for entry in stack:
-        filename = files.get(entry.get("filename"), entry.get("filename"))
+        key = entry.get("filename")
+        filename = files.get(key, key) if isinstance(key, int) else key
         if isinstance(filename, str):
             frames.append(Frame(Path(filename), int(entry.get("line", 0)), entry.get("name", "")))
     return frames
@@ -80,7 +81,7 @@ def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
                             "path": str(ctx.target.path), "range": option.range, "text": source}
     option = ctx.target.options.get("dynamic_shapes")
     static = _without_dims(ctx, list(sources.values())) if option is not None else None
-    if static is not None:
+    if option is not None and static is not None:
         extra["static_fix"] = {"title": f"Make {described} static (the code needs one size)",
                                "path": str(ctx.target.path), "range": option.range,
                                "text": static}

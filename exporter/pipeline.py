@@ -1,4 +1,4 @@
-"""Run the stages of DESIGN §3 for one target. No stage raises past this module."""
+"""Run the stages of docs/architecture.md §3 for one target. No stage raises past this module."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from io import StringIO
+from typing import Any
 
 from exporter import speedups
 from exporter.context import CheckContext
@@ -150,7 +151,7 @@ class _quiet:
         self._stdout.__enter__()
         self._stderr.__enter__()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self._stderr.__exit__(*exc)
         self._stdout.__exit__(*exc)
         self._warnings.__exit__(*exc)

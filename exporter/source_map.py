@@ -162,8 +162,8 @@ def frame_range(frame: Frame, hint: str | None) -> Range:
     if not 0 < frame.line <= len(lines):
         return Range.of(max(frame.line, 1), 1, max(frame.line, 1), 2)
     text = lines[frame.line - 1]
-    has_columns = frame.column is not None and frame.end_column is not None
-    if has_columns and frame.end_column > frame.column:  # type: ignore[operator]
+    if frame.column is not None and frame.end_column is not None \
+            and frame.end_column > frame.column:
         start = char_column(text, frame.column)
         end = char_column(text, frame.end_column)
         if text[start:end].strip():

@@ -1,6 +1,6 @@
 """Static discovery of export targets: nothing in the user's file is executed here.
 
-Two kinds of targets exist (see DESIGN §2):
+Two kinds of targets exist (docs/architecture.md §2):
 
 * subclasses of ``torch.onnx.ExportableModule`` that can be built with no arguments;
 * top-level classes and functions with a ``# onnx-export: key=value, ...`` pragma directly
@@ -256,8 +256,8 @@ def _build_target(
         if problems:
             return None, problems
     if exportable and pragma is None and _init_needs_arguments(node):  # type: ignore[arg-type]
-        # DESIGN §2: only ExportableModules buildable with no arguments are targets; the
-        # user hears why this one is not checked (it was skipped without a word)
+        # docs/architecture.md §2: only ExportableModules buildable with no arguments are
+        # targets; the user hears why this one is not checked (it was skipped without a word)
         return None, [Diagnostic(
             "ONNX005", f"`{node.name}` is not checked: its constructor needs arguments. Add "
             "`# onnx-export: init={...}` above the class to check it.",

@@ -100,7 +100,7 @@ def _classes_built_in(path: Path, found: dict[tuple[str, int], type]) -> Iterato
             found[(name, code.co_firstlineno)] = built
         return built
 
-    builtins.__build_class__ = recording
+    builtins.__build_class__ = recording  # type: ignore[assignment]
     try:
         yield
     finally:

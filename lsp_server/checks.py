@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from export_worker.messages import JobOutcome
 from export_worker.outcomes import JobCancelled, Limits, target_result
 from exporter.diagnostics import merge_duplicates
 from exporter.result import CheckResult, TargetResult
@@ -123,7 +124,7 @@ class Checker:
     async def _run_target(self, text: str, target: Target) -> TargetResult:
         request = self.server.job_request("check", target, text)
         worker = f"{self.server.worker.pid}/{self.server.worker.restarts}"
-        outcome = self.results.get(request, worker)
+        outcome: JobOutcome | None = self.results.get(request, worker)
         if outcome is None:
             outcome = await self.server.submit(request)
             self.results.put(request, worker, outcome)

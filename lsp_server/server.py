@@ -481,7 +481,7 @@ def code_action(ls: OnnxLensServer, params: types.CodeActionParams
         return [types.Command(title=a.title, command="onnxlens.applyEdit",
                               arguments=[ls.protocol._converter.unstructure(a.edit)])
                 for a in actions] or None
-    return actions or None
+    return list(actions) or None
 
 
 # -- commands ------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every test: installs what the tests need (Python packages, the SARIF tools, npm
-# packages, code-server, Chromium), checks ruff, runs pytest on the primary torch, then the
+# packages, code-server, Chromium), checks ruff and mypy (settings in pyproject.toml), runs pytest on the primary torch, then the
 # exporter, language server and differential corpus tests again on every other tested torch
 # (exporter/versions.py; each in a venv of its own that scripts/setup.sh installs), then the
 # VS Code extension's tests. Extra arguments go to pytest.
@@ -13,6 +13,7 @@ bash "$repo/scripts/setup.sh"
 bash "$repo/tools/sarif/install.sh" >/dev/null
 cd "$repo"
 "$venv/bin/ruff" check .
+"$venv/bin/python" -m mypy
 
 set +e
 "$venv/bin/python" -m pytest "$@"

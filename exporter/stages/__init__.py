@@ -1,1 +1,1 @@
-"""The check pipeline's stages, one module each (DESIGN §3)."""
+"""The check pipeline's stages, one module each (docs/architecture.md §3)."""

@@ -16,7 +16,7 @@ from exporter.context import Captured, CheckContext
 from exporter.diagnostics import Diagnostic, Location
 from exporter.example_inputs import fresh_copy
 from exporter.locating import report_guard, stack_frames
-from exporter.source_map import Frame, exception_frames
+from exporter.source_map import Frame, Mapped, exception_frames
 from exporter.sourcetext import node_range, source_lines
 from exporter.stages.base import StageFailed
 
@@ -120,8 +120,8 @@ def _op_call_site(ctx: CheckContext, program: Any, op: str) -> Any:
 def _report_exception(ctx: CheckContext, error: BaseException) -> None:
     text = f"{type(error).__name__}: {error}"
     rule = next((rule for rule, pattern in _EXCEPTION_RULES if pattern.search(text)), "ONNX105")
-    where = (ctx.map_frames(exception_frames(error))
-             or ctx.map_frames(_frames_in_message(str(error))))
+    where: Mapped | Location | None = (ctx.map_frames(exception_frames(error))
+                                       or ctx.map_frames(_frames_in_message(str(error))))
     if where is None and rule == "ONNX102":
         where = ctx.option_location("dynamic_shapes")
     if where is None and rule == "ONNX104":
@@ -143,9 +143,9 @@ def _forward_return(ctx: CheckContext) -> Location | None:
         return None
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.lineno == code.co_firstlineno:
-            returns = [n for n in ast.walk(node) if isinstance(n, ast.Return) and n.value]
-            if returns:
-                return Location(path, node_range(returns[-1].value, lines))
+            values = [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value]
+            if values:
+                return Location(path, node_range(values[-1], lines))
     return None
 
 

@@ -63,7 +63,7 @@ def _report_static_dims(ctx: CheckContext, declared: DeclaredDims) -> None:
     if any(d.rule == "ONNX102" for d in ctx.diagnostics):
         return  # the capture stage already located the specialization
     graph_inputs = ctx.need_translated().model_proto.graph.input
-    static = []
+    static: list[str] = []
     for index, axes in declared.items():
         if index >= len(graph_inputs):
             continue

@@ -115,7 +115,7 @@ def _evaluate_options(ctx: CheckContext, module: types.ModuleType) -> None:
 
 
 def _check_option_types(ctx: CheckContext) -> None:
-    expectations = {
+    expectations: dict[str, tuple[type | tuple[type, ...], str]] = {
         "args": (tuple, "a tuple of example inputs, e.g. `args=(torch.randn(2, 8),)`"),
         "kwargs": (dict, "a dict of keyword example inputs"),
         "init": (dict, "a dict of constructor keyword arguments"),
