@@ -51,8 +51,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"onnxlens: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except ModuleNotFoundError as error:  # an install without the extras a command needs
+        print(f"onnxlens: error: {_missing_package(error)}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+
+
+_TOOLCHAIN_PACKAGES = {"torch", "onnx", "onnxscript", "onnxruntime", "onnx_ir", "numpy"}
+_SERVER_PACKAGES = {"pygls", "lsprotocol", "cattrs", "attrs"}
+
+
+def _missing_package(error: ModuleNotFoundError) -> str:
+    """What to install, for a package a command imported and did not find."""
+    name = (error.name or "").partition(".")[0]
+    if name in _TOOLCHAIN_PACKAGES:
+        return (f"ONNX904: a dependency of the export toolchain is missing ({error}). Install "
+                f"it into {sys.executable}: {versions.install_hint()}")
+    if name in _SERVER_PACKAGES:
+        return (f"the language server needs {name}, which is missing ({error}). Install the "
+                f"server's extra into {sys.executable}: pip install 'onnxlens[lsp]'")
+    return (f"a package onnxlens needs is missing ({error}); reinstall onnxlens into "
+            f"{sys.executable}")
 
 
 def _parser() -> argparse.ArgumentParser:
