@@ -86,7 +86,9 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="check every export target in files/directories")
     check.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+                       help="github: GitHub Actions annotations, and a table of every finding "
+                       "appended to $GITHUB_STEP_SUMMARY when it is set")
     check.add_argument("--output", "-o", type=Path, help="write the report here (atomically)")
     check.add_argument("--select", type=_rule_list, help="only these rule ids or prefixes")
     check.add_argument("--ignore", type=_rule_list, help="leave out these rule ids or prefixes")
@@ -103,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                        "number of CPU cores)")
     check.add_argument("--absolute-paths", action="store_true",
                        help="SARIF: record the root's absolute path (originalUriBaseIds)")
+    check.add_argument("--category", type=_category, default=None, metavar="NAME",
+                       help="SARIF: the run's category (runs[].automationDetails.id NAME/; "
+                       "default onnxlens), so that code scanning keeps several uploads apart")
     check.set_defaults(handler=_check)
 
     save = commands.add_parser("save", help="export a target and save the .onnx file")
@@ -168,6 +173,13 @@ def _seconds(text: str) -> float:
     if not 0 <= value <= 24 * 3600:  # also refuses nan and inf
         raise argparse.ArgumentTypeError(
             f"must be between 0 (no limit) and 86400 seconds, not {text!r}")
+    return value
+
+
+def _category(text: str) -> str:
+    value = text.strip()
+    if not value or any(character.isspace() for character in value):
+        raise argparse.ArgumentTypeError(f"a category is one word without spaces, not {text!r}")
     return value
 
 
@@ -334,6 +346,8 @@ def _check(args: argparse.Namespace) -> int:
         print(message, file=sys.stderr)
     result = batch.result
     diagnostics = filter_rules(result.diagnostics, select, ignore)
+    if args.format == "github":
+        _write_step_summary(diagnostics, format_summary(result, diagnostics))
     if streaming:
         print(format_summary(result, diagnostics), end="")
     else:
@@ -346,6 +360,20 @@ def _check(args: argparse.Namespace) -> int:
         else:
             print(text, end="")
     return EXIT_ERRORS if any(d.severity == "error" for d in diagnostics) else EXIT_OK
+
+
+def _write_step_summary(diagnostics: list[Any], summary: str) -> None:
+    """GitHub Actions: every finding in the step summary (annotations stop at 10 a kind)."""
+    from exporter.github import append_step_summary, step_summary
+
+    destination = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not destination:
+        return
+    try:
+        append_step_summary(Path(destination), step_summary(diagnostics, summary))
+    except OSError as error:
+        print(f"onnxlens: warning: cannot write the step summary {destination}: {error}",
+              file=sys.stderr)
 
 
 def _report_missing_toolchain(args: argparse.Namespace, files: list[Path], root: Path,
@@ -376,12 +404,17 @@ def _render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
     if args.format == "sarif":
         from exporter.diagnostics import sort_key
         from exporter.result import CheckResult
-        from exporter.sarif import sarif_dict
+        from exporter.sarif import DEFAULT_CATEGORY, sarif_dict
 
         filtered = CheckResult(files=result.files,
                                file_diagnostics=sorted(diagnostics, key=sort_key))
-        return json.dumps(sarif_dict(filtered, root, absolute_root=args.absolute_paths),
-                          indent=2) + "\n"
+        category = args.category or DEFAULT_CATEGORY
+        return json.dumps(sarif_dict(filtered, root, absolute_root=args.absolute_paths,
+                                     category=category), indent=2) + "\n"
+    if args.format == "github":
+        from exporter.github import workflow_commands
+
+        return workflow_commands(diagnostics) + format_summary(result, diagnostics)
     return format_text(result, diagnostics)
 
 

@@ -23,9 +23,18 @@ SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/onnxlens/onnxlens"
 SRCROOT = "%SRCROOT%"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+#: runs[].automationDetails.id: GitHub code scanning keeps uploads of different categories
+#: (the part before the last "/") apart, e.g. one per CI shard or per model directory
+DEFAULT_CATEGORY = "onnxlens"
 
 
-def build_log(result: CheckResult, root: Path, *, absolute_root: bool = False) -> sarif.SarifLog:
+def automation_id(category: str) -> str:
+    """``category/`` (SARIF 2.1.0 §3.17.4: the id of a run's automation, category first)."""
+    return category if category.endswith("/") else f"{category}/"
+
+
+def build_log(result: CheckResult, root: Path, *, absolute_root: bool = False,
+              category: str = DEFAULT_CATEGORY) -> sarif.SarifLog:
     rule_ids = sorted(RULES)
     rule_index = {rule_id: index for index, rule_id in enumerate(rule_ids)}
     results = [_result(d, root, rule_index) for d in result.diagnostics]
@@ -37,6 +46,7 @@ def build_log(result: CheckResult, root: Path, *, absolute_root: bool = False) -
             rules=[_descriptor(rule_id) for rule_id in rule_ids],
         )),
         results=results,
+        automation_details=sarif.RunAutomationDetails(id=automation_id(category)),
         invocations=[sarif.Invocation(
             execution_successful=not tool_failures,
             tool_execution_notifications=[_notification(d, root) for d in tool_failures] or None,
@@ -67,8 +77,9 @@ def to_dict(value: Any) -> Any:
     return value
 
 
-def sarif_dict(result: CheckResult, root: Path, *, absolute_root: bool = False) -> dict[str, Any]:
-    return to_dict(build_log(result, root, absolute_root=absolute_root))
+def sarif_dict(result: CheckResult, root: Path, *, absolute_root: bool = False,
+               category: str = DEFAULT_CATEGORY) -> dict[str, Any]:
+    return to_dict(build_log(result, root, absolute_root=absolute_root, category=category))
 
 
 def _descriptor(rule_id: str) -> sarif.ReportingDescriptor:

@@ -1,0 +1,78 @@
+"""What CI reads: ``--format github`` (workflow annotations, the step summary) and the SARIF
+run's category."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from exporter.cli import main
+from tests.conftest import FIXTURES
+from tests.sarif_tools import validate_with_multitool, validate_with_schema
+
+NO_TRANSLATION = "no_translation/model.py"
+
+
+def test_github_format_prints_one_workflow_command_per_finding(monkeypatch, tmp_path, capsys):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step output\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.chdir(FIXTURES)
+    assert main(["check", NO_TRANSLATION, "--format", "github"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    commands = [line for line in lines if line.startswith("::")]
+    assert len(commands) == 2
+    assert commands[0].startswith(
+        "::error file=no_translation/model.py,line=7,col=13,endLine=7,endColumn=32,"
+        "title=ONNX201::`aten::i0` has no ONNX translation")
+    assert "%0A" in commands[0] and "\n" not in commands[0]  # the hint, on a second line
+    assert lines[-1] == ("Checked 1 target(s) in 1 file(s): 2 errors, 0 warnings "
+                         "(1 target(s) failing).")
+
+    table = summary.read_text()
+    assert table.startswith("earlier step output\n## onnxlens\n")  # appended, not replaced
+    rows = [line for line in table.splitlines() if line.startswith("| [ONNX")]
+    assert len(rows) == 2
+    assert rows[0].startswith("| [ONNX201](") and "| error | `no_translation/model.py:7:13` |" \
+        in rows[0]
+
+
+def test_github_format_escapes_what_would_end_a_command():
+    from exporter.diagnostics import Diagnostic, Location, Range
+    from exporter.github import annotation
+
+    diagnostic = Diagnostic("ONNX201", "50% of it:\nsecond, line",
+                            Location(FIXTURES / "a,b:c.py", Range.of(1, 2, 1, 3)), target="T")
+    line = annotation(diagnostic)
+    assert line.startswith("::error file=")
+    assert "a%2Cb%3Ac.py,line=1,col=2,endLine=1,endColumn=3,title=ONNX201::" in line
+    assert "::50%25 of it:%0Asecond, line%0ARewrite with" in line  # the message, the hint
+
+
+def test_no_step_summary_outside_github(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", str(FIXTURES / "clean" / "factory.py"), "--format", "github"]) == 0
+    assert capsys.readouterr().out.startswith("Checked 1 target(s)")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("category", "expected"), [(None, "onnxlens/"),
+                                                    ("shard-2", "shard-2/"),
+                                                    ("models/cpu", "models/cpu/")])
+def test_sarif_run_has_a_category(category, expected, tmp_path, capsys):
+    report = tmp_path / "report.sarif"
+    args = ["check", str(FIXTURES / NO_TRANSLATION), "--format", "sarif", "-o", str(report)]
+    assert main(args + (["--category", category] if category else [])) == 1
+    log = json.loads(report.read_text())
+    assert log["runs"][0]["automationDetails"] == {"id": expected}
+    assert validate_with_schema(log) == []
+    assert validate_with_multitool(report) == []
+
+
+def test_a_category_with_spaces_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", str(FIXTURES / "clean"), "--format", "sarif", "--category", "a b"])
+    assert exit_info.value.code == 2
+    assert "one word without spaces" in capsys.readouterr().err
