@@ -36,12 +36,17 @@ class BatchOptions:
 class BatchResult:
     result: CheckResult
     ready: Ready
+    targets: list[Target]  # what was found, for the report's suppressions
+
+
+FileDone = Callable[[CheckResult, list[Target]], None]
 
 
 def check_files(files: list[Path], options: BatchOptions,
-                on_file: Callable[[CheckResult], None] = lambda _: None,
+                on_file: FileDone = lambda result, targets: None,
                 python: str = sys.executable) -> BatchResult:
-    """Check ``files``; ``on_file`` gets each file's result in order, as soon as it can.
+    """Check ``files``; ``on_file`` gets each file's result (and its targets) in order, as
+    soon as it can; what it changes in the result is what the returned result holds.
     Raises ``WorkerUnavailable`` when the worker cannot start (``.missing``: no toolchain)."""
     return asyncio.run(_check_files(files, options, on_file, python))
 
@@ -59,7 +64,7 @@ class _File:
 
 
 async def _check_files(files: list[Path], options: BatchOptions,
-                       on_file: Callable[[CheckResult], None], python: str) -> BatchResult:
+                       on_file: FileDone, python: str) -> BatchResult:
     client = WorkerClient(python=python, spare=False)
     await client.start()
     try:
@@ -74,7 +79,7 @@ async def _check_files(files: list[Path], options: BatchOptions,
             while emitted < len(entries) and entries[emitted].finished:
                 entry = entries[emitted]
                 entry.result.targets = [r for r in entry.done if r is not None]
-                on_file(entry.result)
+                on_file(entry.result, entry.targets)
                 emitted += 1
 
         async def run(entry: _File, index: int) -> None:
@@ -97,7 +102,7 @@ async def _check_files(files: list[Path], options: BatchOptions,
     result = CheckResult()
     for entry in entries:
         result.extend(entry.result)
-    return BatchResult(result, ready)
+    return BatchResult(result, ready, [t for entry in entries for t in entry.targets])
 
 
 def _discover(path: Path) -> _File:

@@ -320,9 +320,13 @@ def _check(args: argparse.Namespace) -> int:
     ignore = args.ignore or config.get("ignore")
     streaming = args.format == "text" and args.output is None
 
-    def file_done(result: Any) -> None:
-        """Text on stdout: each file's findings as soon as it and the files before it are
-        checked (the summary follows at the end)."""
+    def file_done(result: Any, targets: list[Any]) -> None:
+        """Apply the file's suppression comments; text on stdout: each file's findings as
+        soon as it and the files before it are checked (the summary follows at the end)."""
+        from exporter.sourcetext import source_lines
+        from exporter.suppressions import apply_suppressions
+
+        result.file_diagnostics += apply_suppressions(result, targets, source_lines)
         found = filter_rules(result.diagnostics, select, ignore)
         if streaming and found:
             print(format_findings(found), end="\n\n", flush=True)

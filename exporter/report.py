@@ -24,6 +24,10 @@ def display_path(path: Path, base: Path | None = None) -> str:
         return str(path)
 
 
+#: reported only when ``select`` names them (as ruff's RUF100)
+OFF_BY_DEFAULT = frozenset({"ONNX006"})
+
+
 def filter_rules(
     diagnostics: Iterable[Diagnostic], select: list[str] | None, ignore: list[str] | None
 ) -> list[Diagnostic]:
@@ -35,6 +39,8 @@ def filter_rules(
     kept = []
     for diagnostic in diagnostics:
         if select and not matches(diagnostic.rule, select):
+            continue
+        if not select and diagnostic.rule in OFF_BY_DEFAULT:
             continue
         if ignore and matches(diagnostic.rule, ignore):
             continue

@@ -73,6 +73,12 @@ _RULES = [
          "onnxlens cannot build it on its own and does not check it.",
          "Add `# onnx-export: init={...}` above the class with the constructor's arguments, "
          "or give them defaults."),
+    Rule("ONNX006", "unused-suppression", "report", Severity.WARNING,
+         "An `# onnxlens: ignore` comment silenced nothing.",
+         "A suppression comment on this line (or on a target's pragma or def/class line) "
+         "names rules that no finding reported there has: the problem it silenced is gone, "
+         "or the ids are wrong. Off unless selected (`--select ONNX006`).",
+         "Remove the comment, or correct the rule ids in it."),
     Rule("ONNX101", "data-dependent", "capture", _E,
          "Control flow or a value depends on tensor data.",
          "torch.export traces with symbolic shapes and cannot follow a Python branch, loop "

@@ -211,15 +211,25 @@ def _pragma_above(node: ast.stmt, lines: list[str]) -> _PragmaText | None:
         match = PRAGMA_PREFIX.match(lines[number - 1])
         if match is None:
             continue
-        segments = [(number, match.end(), lines[number - 1][match.end():])]
+        segments = [(number, match.end(),
+                     _without_suppression(lines[number - 1][match.end():]))]
         for continuation in comment_lines[index + 1:]:
             text = lines[continuation - 1]
             if PRAGMA_PREFIX.match(text):
                 break
             hash_at = text.index("#") + 1
-            segments.append((continuation, hash_at, text[hash_at:]))
+            segments.append((continuation, hash_at, _without_suppression(text[hash_at:])))
         return _PragmaText(number, segments)
     return None
+
+
+# A suppression comment at the end of a pragma line (exporter/suppressions.py) is not part
+# of the pragma's keyword arguments.
+_TRAILING_SUPPRESSION = re.compile(r"\s*#\s*onnxlens:\s*ignore\b.*$", re.IGNORECASE)
+
+
+def _without_suppression(text: str) -> str:
+    return _TRAILING_SUPPRESSION.sub("", text)
 
 
 def _is_exportable_module(node: ast.ClassDef) -> bool:

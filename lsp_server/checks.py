@@ -13,7 +13,8 @@ from export_worker.messages import JobOutcome
 from export_worker.outcomes import JobCancelled, Limits, target_result
 from exporter.diagnostics import merge_duplicates
 from exporter.result import CheckResult, TargetResult
-from exporter.sourcetext import decoding_problem
+from exporter.sourcetext import decoding_problem, split_lines
+from exporter.suppressions import apply_suppressions
 from exporter.targets import Target, discover
 from lsp_server.reuse import ResultCache
 from lsp_server.store import DocumentState
@@ -117,9 +118,14 @@ class Checker:
             server.progress_end(progress, f"{problems} problem(s)")
         if state.requested_version != version:
             return  # a newer request superseded this one
-        self._publish(uri, version, CheckResult(targets=list(results),
-                                                file_diagnostics=found.diagnostics,
-                                                files=[path]))
+        result = CheckResult(targets=list(results), file_diagnostics=list(found.diagnostics),
+                             files=[path])
+        # the comments of the text that was checked (later edits bring their own check)
+        checked = tuple(split_lines(text))
+        result.file_diagnostics += apply_suppressions(
+            result, found.targets,
+            lambda file: checked if file == path else self.server.lines_of(file))
+        self._publish(uri, version, result)
 
     async def _run_target(self, text: str, target: Target) -> TargetResult:
         request = self.server.job_request("check", target, text)

@@ -9,6 +9,7 @@ from typing import Any
 from lsprotocol import types
 
 from exporter.result import StageState, TargetResult
+from exporter.suppressions import UNUSED_RULE, with_rule_added
 from exporter.targets import Target
 from lsp_server.convert import PositionConverter
 
@@ -196,6 +197,30 @@ def translation_stub_action(uri: str, diagnostic: types.Diagnostic, target: Targ
         edit=types.WorkspaceEdit(changes={uri: edits}))
 
 
+def ignore_action(uri: str, diagnostic: types.Diagnostic, lines: list[str],
+                  positions: PositionConverter, path: Any) -> types.CodeAction | None:
+    """"Ignore ONNX201 on this line": an ``# onnxlens: ignore[...]`` comment on the line the
+    finding is reported at (exporter/suppressions.py), added to one that is already there."""
+    rule = str(diagnostic.code or "")
+    number = diagnostic.range.start.line
+    if not rule.startswith("ONNX") or rule == UNUSED_RULE or not 0 <= number < len(lines):
+        return None
+    text = lines[number]
+    updated = with_rule_added(text, rule)
+    if updated == text:
+        return None  # the line already silences every rule
+    if updated is None:
+        updated = f"{text.rstrip()}  # onnxlens: ignore[{rule}]"
+    end = types.Position(line=number, character=positions.column(path, number + 1,
+                                                                   len(text) + 1))
+    return types.CodeAction(
+        title=f"Ignore {rule} on this line", kind=types.CodeActionKind.QuickFix,
+        diagnostics=[diagnostic],
+        edit=types.WorkspaceEdit(changes={uri: [_edit(
+            uri, types.Range(start=types.Position(line=number, character=0), end=end),
+            updated)]}))
+
+
 def _import_line(lines: list[str]) -> int:
     """The 0-based line after the module's last top-level import."""
     last = 0
@@ -220,4 +245,10 @@ def code_actions(uri: str, diagnostics: list[types.Diagnostic], targets: dict[st
             stub = translation_stub_action(uri, diagnostic, target, lines, positions)
             if stub is not None:
                 actions.append(stub)
+    # after every fix, as linters order them: silencing a finding is the last resort
+    for diagnostic in diagnostics:
+        if diagnostic.source == "onnxlens":
+            ignore = ignore_action(uri, diagnostic, lines, positions, path)
+            if ignore is not None and ignore.title not in {a.title for a in actions}:
+                actions.append(ignore)
     return actions

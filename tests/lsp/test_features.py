@@ -92,7 +92,7 @@ async def test_make_dimension_static_quick_fix_rechecks_clean(client: LanguageCl
         actions = await _actions(client, uri, [d for d in found if d.code == "ONNX102"])
         titles = [a.title for a in actions]
         assert titles == ["Make `x.shape[0]` static (the code needs one size)",
-                          "Apply the suggested dynamic_shapes"]
+                          "Apply the suggested dynamic_shapes", "Ignore ONNX102 on this line"]
         static = actions[0]
         assert static.kind == types.CodeActionKind.QuickFix and static.is_preferred
         (edits,) = static.edit.changes.values()
@@ -110,8 +110,9 @@ async def test_translation_stub_quick_fix(client: LanguageClient):
     try:
         found = await diagnostics_for(client, uri)
         i0 = [d for d in found if d.range.start.line == 6]
-        (action,) = await _actions(client, uri, i0)
+        action, ignore = await _actions(client, uri, i0)
         assert action.title == "Add a custom ONNX translation stub for aten::i0"
+        assert ignore.title == "Ignore ONNX201 on this line"
         (edits,) = action.edit.changes.values()
         fixed = apply_edits(path.read_text(), edits, client.position_encoding)
         assert "from onnxscript import opset18 as op\n" in fixed
@@ -122,6 +123,34 @@ async def test_translation_stub_quick_fix(client: LanguageClient):
         after = await diagnostics_for(client, uri)
         # i0 now has a (placeholder) translation; digamma still has none.
         assert [(d.code, d.range.start.line) for d in after] == [("ONNX201", 14)]
+    finally:
+        close_file(client, uri)
+
+
+async def test_ignore_on_this_line_quick_fix_silences_exactly_that_finding(
+        client: LanguageClient):
+    path = FIXTURES / "no_translation" / "model.py"
+    uri = open_file(client, path, path.read_text() + "\n# ignore quick fix\n")
+    try:
+        # (an earlier test's close of this file publishes an empty list, maybe after this open)
+        found = await diagnostics_for(client, uri, lambda d: len(d) == 2)
+        i0 = [d for d in found if d.code == "ONNX201" and d.range.start.line == 6]
+        ignore = (await _actions(client, uri, i0))[-1]
+        assert ignore.title == "Ignore ONNX201 on this line"
+        assert ignore.kind == types.CodeActionKind.QuickFix
+        (edits,) = ignore.edit.changes.values()
+        fixed = apply_edits(path.read_text() + "\n# ignore quick fix\n", edits,
+                            client.position_encoding)
+        assert fixed.splitlines()[6] == \
+            "        a = torch.special.i0(x)  # onnxlens: ignore[ONNX201]"
+        change_and_save(client, uri, fixed, 2)
+        after = await diagnostics_for(client, uri, lambda d: len(d) < len(found))
+        assert [(d.code, d.range.start.line) for d in after] == [("ONNX201", 7)]
+        # the other finding's line gets its own comment
+        again = await _actions(client, uri, [d for d in after if d.range.start.line == 7])
+        (edits,) = again[-1].edit.changes.values()
+        assert apply_edits(fixed, edits, client.position_encoding).splitlines()[7] == \
+            "        b = torch.digamma(x)  # onnxlens: ignore[ONNX201]"
     finally:
         close_file(client, uri)
 
