@@ -134,6 +134,8 @@ def _result(diagnostic: Diagnostic, root: Path, rule_index: dict[str, int]) -> s
     frames += [sarif.StackFrame(location=_location(r.location, root, r.message)) for r in chain]
     flow_steps = list(reversed(frames))
     properties: dict[str, Any] = {"target": diagnostic.target, "stage": diagnostic.stage}
+    if diagnostic.data.get("draft_capture"):
+        properties["draftCapture"] = True  # the later stages checked a draft-export graph
     if diagnostic.count > 1:
         properties["occurrences"] = diagnostic.count
     if diagnostic.hint:

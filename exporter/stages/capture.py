@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import torch
 
 from exporter import torch_compat
 from exporter.context import Captured, CheckContext
-from exporter.diagnostics import Diagnostic, Location
+from exporter.diagnostics import Diagnostic, Location, Related
 from exporter.example_inputs import fresh_copy
 from exporter.locating import report_guard, stack_frames
 from exporter.source_map import Frame, Mapped, exception_frames
@@ -54,12 +55,27 @@ def run(ctx: CheckContext) -> None:
     ctx.captured = Captured(draft, "draft")
     ctx.summary["capture_strategy"] = "draft"
     for diagnostic in found:
-        ctx.report(
+        _note_draft_capture(ctx, diagnostic)
+        ctx.report(  # off unless selected (exporter/report.py): the error above says it
             "ONNX106",
             "The graph checked by the later stages was captured by a draft export, which "
             f"assumed this line behaves as it did for the example inputs ({diagnostic.rule}).",
             diagnostic.location,
         )
+
+
+DRAFT_NOTE = ("the later stages checked the graph a draft export captured, assuming this line "
+              "behaves as it did for the example inputs (ONNX106)")
+
+
+def _note_draft_capture(ctx: CheckContext, diagnostic: Diagnostic) -> None:
+    """The capture error carries the draft-export fact itself (a related location, and
+    ``draft_capture`` in its data and SARIF properties): one entry per cause."""
+    noted = replace(diagnostic, related=(*diagnostic.related,
+                                         Related(diagnostic.location, DRAFT_NOTE)),
+                    data={**diagnostic.data, "draft_capture": True})
+    index = next(i for i, d in enumerate(ctx.diagnostics) if d is diagnostic)
+    ctx.diagnostics[index] = noted
 
 
 def _draft_export(ctx: CheckContext, dynamic_shapes: Any) -> tuple[Any, Exception | None]:

@@ -13,10 +13,8 @@ EXPECTED = [
     ("ONNX501", "examples/failing/custom_translation.py", 22, 16),
     ("ONNX401", "examples/failing/double_precision.py", 10, 30),
     ("ONNX102", "examples/failing/fixed_batch.py", 9, 17),
-    ("ONNX106", "examples/failing/fixed_batch.py", 9, 17),
     ("ONNX201", "examples/failing/special_functions.py", 14, 20),
     ("ONNX101", "examples/failing/special_functions.py", 15, 12),
-    ("ONNX106", "examples/failing/special_functions.py", 15, 12),
     ("ONNX201", "examples/failing/special_functions.py", 17, 27),
 ]
 

@@ -23,7 +23,7 @@ test("an untrusted workspace runs no model code until it is trusted", async () =
   // Trusting the folder starts the checks without a reload.
   await runCommand(page, "Workspaces: Manage Workspace Trust");
   await page.getByRole("button", { name: /^Trust( Folder)?$/ }).first().click();
-  await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX106", 15], ["ONNX201", 17]]);
+  await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
   expect(recordProcesses(server).some((p) => p.command.includes("export_worker.process"))).toBe(true);
   await screenshot(page, "trusted-after-grant");
 });
