@@ -128,6 +128,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--root", type=Path)
     run.set_defaults(handler=_run)
 
+    rule = commands.add_parser("rule", help="print a rule's documentation page (as `ruff rule`)")
+    rule.add_argument("rule_id", nargs="?", metavar="ID", help="a rule id, e.g. ONNX201")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+    rule.set_defaults(handler=_rule)
+
     lsp = commands.add_parser("lsp", help="start the language server (stdio, or --tcp)")
     lsp.add_argument("--tcp", metavar="HOST:PORT")
     lsp.set_defaults(handler=_lsp)
@@ -149,6 +154,27 @@ class _VersionAction(argparse.Action):
         except ImportError as error:
             print(f"export toolchain: not importable ({error})")
         parser.exit()
+
+
+def _rule(args: argparse.Namespace) -> int:
+    """``onnxlens rule ONNX201``: the page installed with onnxlens; ``--all``: the catalog."""
+    from exporter.rules import rule_page
+
+    if args.all:
+        for rule in RULES.values():
+            print(f"{rule.id}  {rule.name:<28} {rule.severity.value:<8} {rule.summary}")
+        return EXIT_OK
+    if not args.rule_id:
+        raise UsageError("give a rule id (e.g. `onnxlens rule ONNX201`) or --all")
+    rule_id = args.rule_id.strip().upper()
+    if rule_id not in RULES:
+        close = [known for known in RULES if known.startswith(rule_id[:5])] or list(RULES)[:3]
+        raise UsageError(f"no rule {args.rule_id!r} (e.g. {', '.join(close[:5])}; "
+                         "`onnxlens rule --all` lists them)")
+    print(rule_page(rule_id), end="")
+    if RULES[rule_id].doc_url:
+        print(f"\n{RULES[rule_id].doc_url}")
+    return EXIT_OK
 
 
 def _lsp(args: argparse.Namespace) -> int:

@@ -57,7 +57,8 @@ def step_summary(diagnostics: list[Diagnostic], summary_line: str) -> str:
             start = diagnostic.location.range.start
             where = f"{display_path(diagnostic.location.path)}:{start.line}:{start.column}"
             rule = RULES[diagnostic.rule]
-            lines.append(f"| [{rule.id}]({rule.doc_url}) | {Severity(diagnostic.severity).value} "
+            name = f"[{rule.id}]({rule.doc_url})" if rule.doc_url else rule.id
+            lines.append(f"| {name} | {Severity(diagnostic.severity).value} "
                          f"| `{_cell(where)}` | {_cell(diagnostic.message)} |")
         lines.append("")
     return "\n".join(lines) + "\n"

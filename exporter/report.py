@@ -79,7 +79,8 @@ def format_diagnostic(diagnostic: Diagnostic) -> str:
         lines.append(f"   note: {_position(related.location)}: {related.message}")
     if diagnostic.hint:
         lines.append(f"   help: {diagnostic.hint}")
-    lines.append(f"   docs: {RULES[diagnostic.rule].doc_url}")
+    rule = RULES[diagnostic.rule]
+    lines.append(f"   docs: {rule.doc_url or f'onnxlens rule {rule.id}'}")
     return "\n".join(lines)
 
 
@@ -150,7 +151,7 @@ def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
                      "message": r.message} for r in diagnostic.related],
         "hint": diagnostic.hint,
         "count": diagnostic.count,
-        "url": RULES[diagnostic.rule].doc_url,
+        "url": RULES[diagnostic.rule].doc_link,
         "data": _jsonable(data),
     }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
 from exporter.versions import install_hint
 
@@ -30,17 +31,35 @@ class Rule:
     fix: str
 
     @property
-    def doc_url(self) -> str:
+    def doc_url(self) -> str | None:
+        """The page on the web, when a documentation base URL is configured."""
         return rule_doc_url(self.id)
 
+    @property
+    def doc_path(self) -> Path:
+        """The page installed with onnxlens (``exporter/rule_docs`` is ``docs/rules``)."""
+        return RULE_DOCS / f"{self.id}.md"
 
-# Where the rule pages are published; override for a fork or a mirror.
-_DEFAULT_DOCS_BASE = "https://github.com/onnxlens/onnxlens/blob/main/docs/rules/"
+    @property
+    def doc_link(self) -> str:
+        """What a link to the rule opens: the configured web page, else the installed one."""
+        return self.doc_url or self.doc_path.as_uri()
 
 
-def rule_doc_url(rule_id: str) -> str:
-    base = os.environ.get("ONNXLENS_RULE_DOCS_URL", _DEFAULT_DOCS_BASE)
-    return f"{base.rstrip('/')}/{rule_id}.md"
+RULE_DOCS = Path(__file__).resolve().parent / "rule_docs"
+#: where the rule pages are published (e.g. a fork's or a mirror's docs/rules/); unset, links
+#: open the pages installed with onnxlens, never an address that may not exist
+DOCS_URL_VARIABLE = "ONNXLENS_RULE_DOCS_URL"
+
+
+def rule_doc_url(rule_id: str) -> str | None:
+    base = os.environ.get(DOCS_URL_VARIABLE, "").strip()
+    return f"{base.rstrip('/')}/{rule_id}.md" if base else None
+
+
+def rule_page(rule_id: str) -> str:
+    """The rule's documentation page (markdown)."""
+    return (RULE_DOCS / f"{rule_id}.md").read_text(encoding="utf-8")
 
 
 _E, _W = Severity.ERROR, Severity.WARNING

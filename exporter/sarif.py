@@ -20,7 +20,6 @@ from exporter.rules import RULES, Severity
 from exporter.sourcetext import line_text
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/onnxlens/onnxlens"
 SRCROOT = "%SRCROOT%"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 #: runs[].automationDetails.id: GitHub code scanning keeps uploads of different categories
@@ -42,7 +41,6 @@ def build_log(result: CheckResult, root: Path, *, absolute_root: bool = False,
     run = sarif.Run(
         tool=sarif.Tool(driver=sarif.ToolComponent(
             name="onnxlens", version=__version__, semantic_version=__version__,
-            information_uri=INFORMATION_URI,
             rules=[_descriptor(rule_id) for rule_id in rule_ids],
         )),
         results=results,
@@ -88,9 +86,11 @@ def _descriptor(rule_id: str) -> sarif.ReportingDescriptor:
         id=rule.id, name=rule.name,
         short_description=sarif.MultiformatMessageString(text=rule.summary),
         full_description=sarif.MultiformatMessageString(text=rule.description),
-        help=sarif.MultiformatMessageString(text=rule.fix, markdown=f"{rule.fix}\n\n"
-                                            f"[Rule documentation]({rule.doc_url})"),
-        help_uri=rule.doc_url,
+        help=sarif.MultiformatMessageString(
+            text=rule.fix, markdown=f"{rule.fix}\n\n[Rule documentation]({rule.doc_url})"
+            if rule.doc_url else f"{rule.fix}\n\nRun `onnxlens rule {rule.id}` for the "
+            "rule's page."),
+        help_uri=rule.doc_url,  # only a published page: a log travels to other machines
         default_configuration=sarif.ReportingConfiguration(level=_LEVELS[rule.severity]),
         properties={"stage": rule.stage},
     )

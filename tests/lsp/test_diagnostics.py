@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from exporter.report import OFF_BY_DEFAULT
 from tests.conftest import FIXTURES
 from tests.exporter.test_fixture_diagnostics import EXPECTED as EXPORTER_EXPECTED
 from tests.lsp.conftest import close_file, diagnostics_for, open_file, spans, units, uri_of
@@ -22,6 +26,8 @@ def _lsp_expectations() -> dict[str, dict[str, list[tuple[str, int, int, int, in
         workspace = name.split("/")[0]
         by_file: dict[str, list[tuple[str, int, int, int, int, int]]] = {name: []}
         for rule, file, line, column, end_line, end_column, severity in rows:
+            if rule in OFF_BY_DEFAULT:  # not published unless selected
+                continue
             key = f"{workspace}/{file}"
             by_file.setdefault(key, []).append(
                 (rule, line, column - 1, end_line, end_column - 1, SEVERITY[severity]))
@@ -57,7 +63,11 @@ async def test_links_and_related_information_follow_capabilities(client: Languag
         assert spans(found) == [("ONNX201", 6, 15, 6, 34, E)]
         publish = client.capabilities.text_document.publish_diagnostics
         if publish.code_description_support:
-            assert diagnostic.code_description.href.endswith("/docs/rules/ONNX201.md")
+            # the page installed with onnxlens (bundled with the VS Code extension)
+            href = diagnostic.code_description.href
+            assert href.startswith("file://") and href.endswith("/rule_docs/ONNX201.md")
+            assert Path(unquote(urlparse(href).path)).read_text().startswith(
+                "# ONNX201: no-onnx-translation")
         else:
             assert diagnostic.code_description is None
         if publish.related_information:
