@@ -70,7 +70,7 @@ def to_lsp(diagnostic: Diagnostic, capabilities: types.ClientCapabilities,
             message=r.message) for r in diagnostic.related]
     description = None
     if publish is not None and publish.code_description_support:
-        description = types.CodeDescription(href=RULES[diagnostic.rule].doc_url)
+        description = types.CodeDescription(href=RULES[diagnostic.rule].doc_link)
     count = f" (×{diagnostic.count})" if diagnostic.count > 1 else ""
     hint = f"\n{diagnostic.hint}" if diagnostic.hint else ""
     return types.Diagnostic(
