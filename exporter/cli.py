@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from exporter import __version__, shortcuts, versions
-from exporter.config import BOUNDS, ProjectConfig, find_root, load_config
+from exporter.config import ProjectConfig, find_root, load_config
 from exporter.report import (
+    apply_severity,
     display_path,
     filter_rules,
     format_diagnostic,
@@ -26,12 +27,11 @@ from exporter.report import (
     result_json,
 )
 from exporter.rules import RULES
+from exporter.settings_schema import DEFAULT_EXCLUDE
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 DEFAULT_TIMEOUT_SECONDS = 300.0
 DEFAULT_MEMORY_LIMIT_MB = 4096
-_SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modules",
-                 "site-packages", "build", "dist", ".tox", ".mypy_cache", ".ruff_cache"}
 _TARGET_MARKERS = ("onnx-export", "ExportableModule")
 
 
@@ -92,6 +92,15 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--output", "-o", type=Path, help="write the report here (atomically)")
     check.add_argument("--select", type=_rule_list, help="only these rule ids or prefixes")
     check.add_argument("--ignore", type=_rule_list, help="leave out these rule ids or prefixes")
+    check.add_argument("--severity", type=_severity_list, metavar="ID=LEVEL,...",
+                       help="a rule's severity (error, warning or info), e.g. ONNX106=info; "
+                       "over `severity` in [tool.onnxlens]")
+    check.add_argument("--exclude", type=_glob_list, metavar="GLOBS",
+                       help="comma-separated globs of files and directories never checked "
+                       "(replaces the defaults: hidden directories, venv, build, dist, "
+                       "node_modules, ...)")
+    check.add_argument("--extend-exclude", type=_glob_list, metavar="GLOBS",
+                       help="globs excluded beside the defaults (and `exclude`)")
     check.add_argument("--root", type=Path, help="workspace root (default: nearest directory "
                        "with pyproject.toml or .git)")
     check.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
@@ -202,6 +211,25 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _severity_list(text: str) -> dict[str, str]:
+    from exporter.settings_schema import BY_LSP
+
+    pairs = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        rule, equals, level = item.partition("=")
+        if not equals:
+            raise argparse.ArgumentTypeError(f"expected ID=LEVEL, not {item!r}")
+        pairs[rule.strip()] = level.strip().lower()
+    checked, problem = BY_LSP["severity"].check(pairs)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return dict(checked)
+
+
+def _glob_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 def _category(text: str) -> str:
     value = text.strip()
     if not value or any(character.isspace() for character in value):
@@ -210,14 +238,16 @@ def _category(text: str) -> str:
 
 
 def _megabytes(text: str) -> int:
-    low, high = BOUNDS["memory-limit-mb"]
+    from exporter.settings_schema import BY_LSP
+
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number of megabytes: {text!r}") from None
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError(f"must be between {low:.0f} and {high:.0f}, not {text}")
-    return value
+    checked, problem = BY_LSP["memoryLimitMB"].check(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return int(checked)
 
 
 def _job_count(text: str) -> int:
@@ -280,7 +310,12 @@ def torch_compat_unknown_names() -> list[str]:
     return torch_compat.unknown_names()
 
 
-def _python_files(paths: list[Path]) -> list[Path]:
+def _python_files(paths: list[Path], root: Path, excluded: list[str]) -> list[Path]:
+    """The files given, and the ``*.py`` files under the directories given that no
+    ``exclude``/``extend-exclude`` glob matches (relative to the root, as ruff does; a file
+    named on the command line is checked even when a glob matches it)."""
+    from exporter.settings_schema import is_excluded
+
     files: list[Path] = []
     for path in paths:
         if not path.exists():
@@ -289,8 +324,11 @@ def _python_files(paths: list[Path]) -> list[Path]:
             files.append(path)
             continue
         for candidate in sorted(path.rglob("*.py")):
-            relative = candidate.relative_to(path).parts[:-1]
-            if any(part in _SKIPPED_DIRS or part.startswith(".") for part in relative):
+            below = candidate.relative_to(path).parts
+            resolved = candidate.resolve()
+            from_root = resolved.relative_to(root).parts if resolved.is_relative_to(root) \
+                else below
+            if is_excluded(below, excluded, from_root):
                 continue
             files.append(candidate)
     return files
@@ -332,10 +370,14 @@ def _check(args: argparse.Namespace) -> int:
 
     if args.output is not None:
         _check_output_path(args.output)
-    files = [path for path in _python_files(args.paths) if _might_have_targets(path)]
     root = (args.root or find_root(args.paths[0])).resolve()
     config = load_config(root)
     _warn_config(config)
+    excluded = [*(args.exclude or config.get("exclude", list(DEFAULT_EXCLUDE))),
+                *config.get("extend-exclude", []), *(args.extend_exclude or [])]
+    files = [path for path in _python_files(args.paths, root, excluded)
+             if _might_have_targets(path)]
+    severity = {**config.get("severity", {}), **(args.severity or {})}
     timeout = args.timeout if args.timeout is not None else config.get(
         "timeout", DEFAULT_TIMEOUT_SECONDS)
     memory = args.memory_limit_mb or config.get("memory-limit-mb", DEFAULT_MEMORY_LIMIT_MB)
@@ -353,7 +395,7 @@ def _check(args: argparse.Namespace) -> int:
         from exporter.suppressions import apply_suppressions
 
         result.file_diagnostics += apply_suppressions(result, targets, source_lines)
-        found = filter_rules(result.diagnostics, select, ignore)
+        found = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
         if streaming and found:
             print(format_findings(found), end="\n\n", flush=True)
 
@@ -375,7 +417,7 @@ def _check(args: argparse.Namespace) -> int:
     if message:
         print(message, file=sys.stderr)
     result = batch.result
-    diagnostics = filter_rules(result.diagnostics, select, ignore)
+    diagnostics = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
     if args.format == "github":
         _write_step_summary(diagnostics, format_summary(result, diagnostics))
     if streaming:

@@ -1,25 +1,19 @@
-"""Project defaults from ``[tool.onnxlens]`` in the workspace's ``pyproject.toml``."""
+"""Project defaults from ``[tool.onnxlens]`` in the workspace's ``pyproject.toml``, checked
+against the settings schema (``exporter/settings_schema.py``)."""
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from exporter.settings_schema import BY_PYPROJECT
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
-
-KNOWN_KEYS = {"opset": int, "atol": float, "rtol": float, "select": list, "ignore": list,
-              "timeout": float,
-              # used by the language server only
-              "trigger": str, "sarif-output": str, "memory-limit-mb": int}
-# (minimum, maximum) of the numbers: finite, and a deadline or limit a check can keep
-BOUNDS = {"opset": (7, math.inf), "atol": (0, math.inf), "rtol": (0, math.inf),
-          "timeout": (0, 24 * 3600), "memory-limit-mb": (256, 1024 * 1024)}
 
 
 @dataclass
@@ -59,34 +53,15 @@ def load_config(root: Path) -> ProjectConfig:
         config.problems.append(f"{pyproject}: [tool.onnxlens] must be a table; ignored")
         return config
     for key, value in section.items():
-        expected = KNOWN_KEYS.get(key)
-        if expected is None:
+        setting = BY_PYPROJECT.get(key)
+        if setting is None:
             config.problems.append(f"{pyproject}: unknown key `{key}` in [tool.onnxlens] "
-                                   f"(known: {', '.join(sorted(KNOWN_KEYS))})")
-        elif expected is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            config.values[key] = float(value)
-        elif not isinstance(value, expected) or isinstance(value, bool):
-            config.problems.append(f"{pyproject}: `{key}` in [tool.onnxlens] must be "
-                                   f"{expected.__name__}, not {type(value).__name__}; ignored")
-        else:
-            config.values[key] = value
-        problem = _out_of_bounds(key, config.values.get(key))
+                                   f"(known: {', '.join(sorted(BY_PYPROJECT))})")
+            continue
+        checked, problem = setting.check(value)
         if problem:
-            config.problems.append(f"{pyproject}: `{key}` in [tool.onnxlens] {problem}; ignored")
-            del config.values[key]
+            config.problems.append(f"{pyproject}: `{key}` in [tool.onnxlens] {problem}; "
+                                   "ignored")
+        else:
+            config.values[key] = checked
     return config
-
-
-def _out_of_bounds(key: str, value: Any) -> str | None:
-    if key not in BOUNDS or value is None:
-        return None
-    low, high = BOUNDS[key]
-    if not math.isfinite(value):
-        return f"must be a finite number, not {_text(value)}"
-    if not low <= value <= high:
-        return f"must be between {_text(low)} and {_text(high)}, not {_text(value)}"
-    return None
-
-
-def _text(number: float) -> str:
-    return str(number) if isinstance(number, int) else f"{number:g}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,21 @@ def filter_rules(
             continue
         kept.append(diagnostic)
     return kept
+
+
+def apply_severity(diagnostics: Iterable[Diagnostic],
+                   overrides: dict[str, str] | None) -> list[Diagnostic]:
+    """``{"ONNX106": "info", "ONNX5": "warning"}``: ids or prefixes, the longest one wins."""
+    if not overrides:
+        return list(diagnostics)
+    changed = []
+    for diagnostic in diagnostics:
+        matching = [key for key in overrides if diagnostic.rule.startswith(key)]
+        if matching:
+            level = Severity(overrides[max(matching, key=len)])
+            diagnostic = replace(diagnostic, severity=level)
+        changed.append(diagnostic)
+    return changed
 
 
 # -- text ------------------------------------------------------------------------------------

@@ -82,6 +82,10 @@ class Checker:
         server = self.server
         path = server.path_of(uri)
         state = self.state(uri)
+        await server.settings_loaded.wait()
+        if server.is_excluded(path):  # `exclude`: never checked, nothing shown
+            self._publish(uri, version, CheckResult(files=[path]))
+            return
         problem = decoding_problem(path)
         if problem is not None:
             self._publish(uri, version, CheckResult(file_diagnostics=[problem], files=[path]))

@@ -21,9 +21,10 @@ from exporter import __version__
 from exporter.config import find_root, load_config
 from exporter.diagnostics import Diagnostic
 from exporter.files import write_text_atomically
-from exporter.report import filter_rules
+from exporter.report import apply_severity, filter_rules
 from exporter.result import CheckResult
 from exporter.serialize import diagnostic_from_data
+from exporter.settings_schema import is_excluded
 from exporter.sourcetext import source_lines, split_lines
 from exporter.targets import Target, discover
 from exporter.versions import install_hint
@@ -96,6 +97,9 @@ class OnnxLensServer(LanguageServer):
         self.settings = Settings()
         self.trusted = False
         self.initialization_settings: Any = None
+        # set once the first settings are read: a document opened before that waits, so that
+        # its check honours them (`exclude`, the limits) — it raced them before
+        self.settings_loaded = asyncio.Event()
         self.store = DiagnosticsStore()
         self.checker = Checker(self)
         self.worker = WorkerClient(on_output=self._worker_output, on_state=self._worker_state)
@@ -149,8 +153,19 @@ class OnnxLensServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-        return filter_rules(diagnostics, self.settings.select or None,
+        """The rules the settings select, at the severities they give."""
+        kept = filter_rules(diagnostics, self.settings.select or None,
                             self.settings.ignore or None)
+        return apply_severity(kept, self.settings.severity)
+
+    def is_excluded(self, path: Path) -> bool:
+        """``exclude``/``extendExclude`` globs, relative to the workspace (as the CLI)."""
+        root = self.root_for(path)
+        try:
+            parts = path.resolve().relative_to(root).parts
+        except ValueError:
+            return False
+        return is_excluded(parts, self.settings.excluded)
 
     # -- progress ------------------------------------------------------------------------
 
@@ -263,6 +278,7 @@ class OnnxLensServer(LanguageServer):
             settings, found = apply(settings, configured, "settings")
             problems += found
         self.settings = settings
+        self.settings_loaded.set()
         for problem in problems:
             self.tell(f"onnxlens: {problem}")
 

@@ -114,12 +114,13 @@ async def test_bad_settings_are_named_and_defaults_used(misconfigured: LanguageC
     texts = [m.message for m in misconfigured.messages]
     assert any("`onnxlens.trigger` must be one of onSave, onType, manual, not 'sometimes'; "
                "using 'onSave'" in t for t in texts)
-    assert any("`onnxlens.timeoutSeconds` must be at least 1" in t and "using 60.0" in t
-               for t in texts)
+    assert any("`onnxlens.timeoutSeconds` must be between 0 and 86400, not -3" in t
+               and "using 60.0" in t for t in texts)
     assert any("`onnxlens.memoryLimitMB` must be a number, not 'lots'; using 4096" in t
                for t in texts)
     assert any("unknown setting `onnxlens.colour`" in t for t in texts)
-    assert any("`timeout` in [tool.onnxlens] must be float" in t for t in texts)
+    assert any("`timeout` in [tool.onnxlens] must be a number, not 'soon'" in t
+               for t in texts)
     settings = (await server_status(misconfigured))["settings"]
     assert settings["trigger"] == "onSave" and settings["timeoutSeconds"] == 60.0
     assert settings["ignore"] == ["ONNX201"]  # the valid project default still applies
@@ -130,8 +131,9 @@ async def test_bad_settings_are_named_and_defaults_used(misconfigured: LanguageC
 
 @pytest.mark.parametrize("name, value, problem", [
     ("timeoutSeconds", float("nan"), "`onnxlens.timeoutSeconds` must be a finite number"),
-    ("timeoutSeconds", 1e12, "`onnxlens.timeoutSeconds` must be at most 86400"),
-    ("memoryLimitMB", 1e8, "`onnxlens.memoryLimitMB` must be at most 1.04858e+06"),
+    ("timeoutSeconds", 1e12, "`onnxlens.timeoutSeconds` must be between 0 and 86400"),
+    ("memoryLimitMB", 1e8,
+     "`onnxlens.memoryLimitMB` must be between 256 and 1048576, not 100000000"),
     ("atol", float("inf"), "`onnxlens.atol` must be a finite number"),
 ])
 def test_numbers_must_be_finite_and_bounded(name, value, problem):
@@ -179,3 +181,32 @@ async def test_an_untrusted_workspace_sets_nothing_and_gets_nothing_written(
         await asyncio.sleep(0.1)
     assert settings["timeoutSeconds"] == 5.0
     assert settings["sarifOutputDirectory"] == "../outside/reports"
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def tuned(lsp_client: LanguageClient, tmp_path):
+    handle_refreshes(lsp_client)
+    workspace = _copy_workspace(tmp_path / "ws")
+    (workspace / "scratch").mkdir()
+    (workspace / "scratch" / "model.py").write_text(
+        (FIXTURES / "no_translation" / "model.py").read_text())
+    lsp_client.workspace_root = workspace
+    await lsp_client.initialize_session(initialize_params(
+        "visual-studio-code", workspace,
+        settings={"severity": {"ONNX2": "warning"}, "extendExclude": ["scratch"]}))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_severity_overrides_and_excludes_apply_in_the_editor(tuned: LanguageClient):
+    checked = open_file(tuned, tuned.workspace_root / "no_translation" / "model.py")
+    excluded = open_file(tuned, tuned.workspace_root / "scratch" / "model.py")
+    try:
+        found = await diagnostics_for(tuned, checked, lambda d: len(d) == 2)
+        assert {(d.code, d.severity) for d in found} == {
+            ("ONNX201", types.DiagnosticSeverity.Warning)}
+        assert await diagnostics_for(tuned, excluded) == []  # never checked
+        assert (await server_status(tuned))["results"]["checked"] == 1
+    finally:
+        close_file(tuned, checked)
+        close_file(tuned, excluded)

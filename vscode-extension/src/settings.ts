@@ -16,6 +16,9 @@ export const SERVER_SETTINGS = [
   "logLevel",
   "select",
   "ignore",
+  "severity",
+  "exclude",
+  "extendExclude",
 ] as const;
 
 /** Settings only the extension reads. */
