@@ -12,6 +12,7 @@ from pygls.uris import from_fs_path
 from exporter.diagnostics import Diagnostic, Range
 from exporter.rules import RULES, Severity
 from exporter.serialize import range_to_data
+from lsp_server.client_support import ClientSupport
 
 _SEVERITY = {Severity.ERROR: types.DiagnosticSeverity.Error,
              Severity.WARNING: types.DiagnosticSeverity.Warning,
@@ -58,18 +59,16 @@ def _data(diagnostic: Diagnostic) -> dict[str, Any]:
     return data
 
 
-def to_lsp(diagnostic: Diagnostic, capabilities: types.ClientCapabilities,
+def to_lsp(diagnostic: Diagnostic, support: ClientSupport,
            positions: PositionConverter) -> types.Diagnostic:
-    publish = capabilities.text_document.publish_diagnostics if capabilities.text_document \
-        else None
     related = None
-    if publish is not None and publish.related_information and diagnostic.related:
+    if support.related_information and diagnostic.related:
         related = [types.DiagnosticRelatedInformation(
             location=types.Location(uri=path_uri(r.location.path),
                                     range=positions.range(r.location.path, r.location.range)),
             message=r.message) for r in diagnostic.related]
     description = None
-    if publish is not None and publish.code_description_support:
+    if support.code_description:
         description = types.CodeDescription(href=RULES[diagnostic.rule].doc_link)
     count = f" (×{diagnostic.count})" if diagnostic.count > 1 else ""
     hint = f"\n{diagnostic.hint}" if diagnostic.hint else ""

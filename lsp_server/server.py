@@ -1,5 +1,7 @@
-"""The onnxlens language server: thin LSP handlers over the checker, the store and the
-worker. It never imports torch: checks run in the export worker (``export_worker``)."""
+"""The onnxlens language server's session: its state (trust, settings, what the client
+supports, the documents' checks and diagnostics, the export worker) and what the handlers do
+with it. The handlers are in ``lifecycle``, ``documents``, ``presentation`` and ``commands``.
+It never imports torch: checks run in the export worker (``export_worker``)."""
 
 from __future__ import annotations
 
@@ -16,20 +18,19 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from export_worker.client import WorkerClient, WorkerUnavailable
-from export_worker.messages import CheckSettings, JobDone, JobKind, JobOutcome, JobRequest
+from export_worker.messages import CheckSettings, JobKind, JobOutcome, JobRequest
 from exporter import __version__
 from exporter.config import find_root, load_config
 from exporter.diagnostics import Diagnostic
 from exporter.files import write_text_atomically
 from exporter.report import apply_severity, filter_rules
 from exporter.result import CheckResult
-from exporter.serialize import diagnostic_from_data
 from exporter.settings_schema import is_excluded
 from exporter.sourcetext import source_lines, split_lines
 from exporter.targets import Target, discover
 from exporter.versions import install_hint
-from lsp_server import features
-from lsp_server.checks import Checker, new_token, with_progress
+from lsp_server.checks import Checker, new_token
+from lsp_server.client_support import ClientSupport
 from lsp_server.convert import PositionConverter, path_uri, to_lsp
 from lsp_server.settings import Settings, apply, from_pyproject
 from lsp_server.store import DiagnosticsStore, group_by_file
@@ -95,6 +96,7 @@ class OnnxLensServer(LanguageServer):
         super().__init__("onnxlens", __version__, protocol_cls=_Protocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.settings = Settings()
+        self.support = ClientSupport()  # what the client supports: set at initialize
         self.trusted = False
         self.initialization_settings: Any = None
         # set once the first settings are read: a document opened before that waits, so that
@@ -170,8 +172,7 @@ class OnnxLensServer(LanguageServer):
     # -- progress ------------------------------------------------------------------------
 
     async def progress_begin(self, title: str, message: str | None) -> Progress | None:
-        window = self.client_capabilities.window
-        if window is None or not window.work_done_progress:
+        if not self.support.work_done_progress:
             return None
         token = new_token()
         try:
@@ -267,8 +268,7 @@ class OnnxLensServer(LanguageServer):
             problems += found
         settings, found = apply(settings, self.initialization_settings, "initializationOptions")
         problems += found
-        workspace = self.client_capabilities.workspace
-        if workspace is not None and workspace.configuration:
+        if self.support.configuration:
             try:
                 (configured,) = await self.workspace_configuration_async(
                     types.ConfigurationParams(items=[types.ConfigurationItem(section="onnxlens")]))
@@ -293,11 +293,8 @@ class OnnxLensServer(LanguageServer):
 
     def publish(self, uri: str, version: int | None = None) -> None:
         positions = self.positions()
-        capabilities = self.client_capabilities
-        diagnostics = [to_lsp(d, capabilities, positions) for d in self.store.for_file(uri)]
-        publish = capabilities.text_document.publish_diagnostics \
-            if capabilities.text_document else None
-        if publish is None or not publish.version_support:
+        diagnostics = [to_lsp(d, self.support, positions) for d in self.store.for_file(uri)]
+        if not self.support.diagnostic_versions:
             version = None
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, diagnostics=diagnostics, version=version))
@@ -310,8 +307,7 @@ class OnnxLensServer(LanguageServer):
                                                   "checking": checking})
 
     def refresh_code_lens(self) -> None:
-        workspace = self.client_capabilities.workspace
-        if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
+        if self.support.code_lens_refresh:
             self.workspace_code_lens_refresh(None)
 
     def after_check(self) -> None:
@@ -349,303 +345,5 @@ class OnnxLensServer(LanguageServer):
 server = OnnxLensServer()
 
 
-# -- lifecycle -----------------------------------------------------------------------------
-
-@server.feature(types.INITIALIZE)
-def initialize(ls: OnnxLensServer, params: types.InitializeParams) -> None:
-    options = params.initialization_options if isinstance(params.initialization_options,
-                                                          dict) else {}
-    ls.trusted = bool(options.get("trusted", False))
-    ls.initialization_settings = options.get("settings")
-    folders = params.workspace_folders or []
-    root = to_fs_path(folders[0].uri) if folders else (
-        to_fs_path(params.root_uri) if params.root_uri else None)
-    ls.root = Path(root).resolve() if root else None
-
-
-@server.feature(types.INITIALIZED)
-async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> None:
-    await ls.load_settings()
-    if ls.trusted:
-        await ls.start_worker()
-    else:
-        ls.notify_state()
-        ls.tell("onnxlens runs your models' code to check them, so it waits until this "
-                "workspace is trusted. No model code has been run.", types.MessageType.Info)
-
-
-@server.feature(types.SHUTDOWN)
-async def shutdown(ls: OnnxLensServer, params: None) -> None:
-    ls.shut_down = True
-    for uri in list(ls.checker.tasks):
-        ls.checker.cancel(uri)
-    await ls.worker.stop()
-
-
-@server.feature(TRUST_NOTIFICATION)
-async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
-    trusted = bool(getattr(params, "trusted", False) if not isinstance(params, dict)
-                   else params.get("trusted", False))
-    if trusted == ls.trusted:
-        return
-    ls.trusted = trusted
-    ls.checker.results.clear()
-    await ls.load_settings()  # the workspace's pyproject.toml counts only while trusted
-    if trusted:
-        await ls.start_worker()
-        for uri in list(ls.workspace.text_documents):
-            ls.request_check(uri)
-    else:
-        for uri in list(ls.checker.tasks):
-            ls.checker.cancel(uri)
-        await ls.worker.stop()
-        ls.worker_state = "stopped"
-        # what the checks found came from running the model: it goes with the trust
-        for uri in sorted(ls.store.clear()):
-            ls.publish(uri)
-    ls.notify_state()
-    ls.refresh_code_lens()
-
-
-@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-async def did_change_configuration(ls: OnnxLensServer,
-                                   params: types.DidChangeConfigurationParams) -> None:
-    if isinstance(params.settings, dict) and isinstance(params.settings.get("onnxlens"), dict):
-        ls.initialization_settings = params.settings["onnxlens"]
-    await ls.load_settings()
-
-
-# -- documents -----------------------------------------------------------------------------
-
-def _python(uri: str) -> bool:
-    return uri.endswith((".py", ".pyw"))
-
-
-@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-def did_open(ls: OnnxLensServer, params: types.DidOpenTextDocumentParams) -> None:
-    if _python(params.text_document.uri) and ls.settings.trigger != "manual":
-        ls.request_check(params.text_document.uri)
-
-
-@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-def did_change(ls: OnnxLensServer, params: types.DidChangeTextDocumentParams) -> None:
-    if _python(params.text_document.uri) and ls.settings.trigger == "onType":
-        ls.request_check(params.text_document.uri, delay=ls.settings.debounceMs / 1000)
-
-
-@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
-def did_save(ls: OnnxLensServer, params: types.DidSaveTextDocumentParams) -> None:
-    if _python(params.text_document.uri) and ls.settings.trigger in ("onSave", "onType"):
-        ls.request_check(params.text_document.uri)
-
-
-@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-def did_close(ls: OnnxLensServer, params: types.DidCloseTextDocumentParams) -> None:
-    uri = params.text_document.uri
-    ls.checker.close(uri)
-    for file in ls.store.replace(uri, {}):
-        ls.publish(file)
-
-
-# -- features ------------------------------------------------------------------------------
-
-@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
-def code_lens(ls: OnnxLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-    uri = params.text_document.uri
-    state = ls.checker.state(uri)
-    return features.code_lenses(uri, ls.document_targets(uri), state.targets, state.checking,
-                                ls.trusted, ls.positions())
-
-
-@server.feature(types.TEXT_DOCUMENT_HOVER)
-def hover(ls: OnnxLensServer, params: types.HoverParams) -> types.Hover | None:
-    uri = params.text_document.uri
-    positions = ls.positions()
-    line = params.position.line + 1
-    for target in ls.document_targets(uri):
-        spans = [target.definition] + ([target.pragma] if target.pragma else [])
-        for span in spans:
-            where = positions.range(target.path, span)
-            if not span.start.line <= line <= span.end.line:
-                continue
-            inside = (where.start.line, where.start.character) <= (
-                params.position.line, params.position.character) <= (
-                where.end.line, where.end.character)
-            if inside:
-                state = ls.checker.state(uri)
-                hover_caps = ls.client_capabilities.text_document.hover \
-                    if ls.client_capabilities.text_document else None
-                markdown = bool(hover_caps and hover_caps.content_format and
-                                types.MarkupKind.Markdown in hover_caps.content_format)
-                return features.hover(target, state.targets.get(target.name), state.checking,
-                                      markdown, positions)
-    return None
-
-
-@server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-    code_action_kinds=[types.CodeActionKind.QuickFix]))
-def code_action(ls: OnnxLensServer, params: types.CodeActionParams
-                ) -> list[types.CodeAction | types.Command] | None:
-    uri = params.text_document.uri
-    targets = {t.name: t for t in ls.document_targets(uri)}
-    path = ls.path_of(uri)
-    actions = features.code_actions(uri, list(params.context.diagnostics), targets,
-                                    list(ls.lines_of(path)), ls.positions(), path)
-    caps = ls.client_capabilities.text_document.code_action \
-        if ls.client_capabilities.text_document else None
-    if caps is None or caps.code_action_literal_support is None:
-        return [types.Command(title=a.title, command="onnxlens.applyEdit",
-                              arguments=[ls.protocol._converter.unstructure(a.edit)])
-                for a in actions] or None
-    return list(actions) or None
-
-
-# -- commands ------------------------------------------------------------------------------
-
-def _arguments(args: Any) -> list[Any]:
-    if isinstance(args, (list, tuple)):
-        return list(args)
-    return [] if args is None else [args]
-
-
-def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]:
-    values = _arguments(args)
-    if not values or not isinstance(values[0], str):
-        raise ValueError("expected the document uri (and a target name) as arguments")
-    uri = values[0]
-    targets = ls.document_targets(uri)
-    name = values[1] if len(values) > 1 and isinstance(values[1], str) else None
-    chosen = next((t for t in targets if name is None or t.name == name), None)
-    if chosen is None:
-        raise ValueError(f"no export target {name!r} in {uri}")
-    return uri, chosen
-
-
-def _job(ls: OnnxLensServer, uri: str, target: Target, kind: JobKind,
-         **extra: Any) -> JobRequest:
-    document = ls.workspace.get_text_document(uri)
-    return ls.job_request(kind, target, document.source, **extra)
-
-
-def _require_trust(ls: OnnxLensServer) -> None:
-    if not ls.trusted:
-        raise PermissionError("the workspace is not trusted: onnxlens runs no model code")
-
-
-@server.command("onnxlens.export")
-async def export_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
-    _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri = values[0]
-    task = ls.request_check(uri)
-    if task is not None:
-        await task
-    state = ls.checker.state(uri)
-    return {"uri": uri, "version": state.version,
-            "targets": {name: {"ok": result.ok, "problems": len(result.diagnostics)}
-                        for name, result in state.targets.items()}}
-
-
-@server.command("onnxlens.saveModel")
-async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
-    _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri, target = _target_arguments(ls, values)
-    if len(values) > 2 and isinstance(values[2], str):
-        output = Path(values[2])
-        if not output.is_absolute():  # as a user reads it: inside the workspace
-            output = ls.root_for(target.path) / output
-    else:
-        output = target.path.with_name(f"{target.name}.onnx")
-    answer = await with_progress(ls, f"Saving {target.name} to {output.name}",
-                                 lambda: ls.submit(_job(ls, uri, target, "save",
-                                                        output=str(output))))
-    return _job_answer(answer)
-
-
-@server.command("onnxlens.runModel")
-async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
-    _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri, target = _target_arguments(ls, values)
-    repeat = values[2] if len(values) > 2 and isinstance(values[2], int) else 20
-    answer = await with_progress(ls, f"Running {target.name} in ONNX Runtime",
-                                 lambda: ls.submit(_job(ls, uri, target, "run", repeat=repeat)))
-    return _job_answer(answer)
-
-
-def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
-    """A save or run job's answer as the command's result (what the client shows)."""
-    if not isinstance(outcome, JobDone):
-        return {"error": f"the job failed ({outcome.failure}): {outcome.detail}"}
-    answer = outcome.answer
-    body: dict[str, Any] = {"diagnostics": [diagnostic_from_data(d).message
-                                            for d in answer.diagnostics]}
-    if answer.error is not None:
-        body["error"] = answer.error
-    if answer.report is not None:
-        body.update(report=answer.report, markdown=answer.markdown)
-    else:
-        body.update(saved=answer.saved, written=answer.written)
-    return body
-
-
-@server.command("onnxlens.showReport")
-def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri = values[0]
-    state = ls.checker.state(uri)
-    names = [values[1]] if len(values) > 1 else [t.name for t in ls.document_targets(uri)]
-    parts = [features.report_markdown(name, state.targets.get(name), state.checking)
-             for name in names]
-    return {"markdown": "\n".join(parts)}
-
-
-@server.command("onnxlens.writeSarif")
-def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
-    _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    if values and isinstance(values[0], str):
-        destination = Path(values[0])
-    elif ls.settings.sarifOutputDirectory:
-        destination = Path(ls.settings.sarifOutputDirectory) / "onnxlens.sarif"
-    else:
-        destination = (ls.root or Path.cwd()) / "onnxlens.sarif"
-    if not destination.is_absolute():
-        destination = (ls.root or Path.cwd()) / destination
-    return {"path": str(ls.write_sarif(destination))}
-
-
-@server.command("onnxlens.restartWorker")
-async def restart_worker(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
-    _require_trust(ls)
-    await ls.worker.restart()
-    ready = await ls.worker.wait_ready()
-    return {"pid": ready.pid}
-
-
-@server.command("onnxlens.applyEdit")
-async def apply_edit(ls: OnnxLensServer, *args: Any) -> bool:
-    """For clients without code action literals: apply the action's workspace edit."""
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    edit = ls.protocol._converter.structure(values[0], types.WorkspaceEdit)
-    result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit))
-    return bool(result.applied)
-
-
-@server.feature(STATUS_REQUEST)
-async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
-    """For tests and the status bar: the worker's processes and what is being checked."""
-    import sys
-
-    answer = await ls.worker.status()
-    if answer is not None:
-        worker: dict[str, Any] = {**dataclasses.asdict(answer), "ready": True}
-    else:  # not started, warming up, or not answering (it is replaced then)
-        worker = {"pid": ls.worker.pid, "jobs": [], "ready": False}
-    return {"trusted": ls.trusted, "worker": worker, "workerState": ls.worker_state,
-            "checking": sorted(uri for uri, s in ls.checker.documents.items() if s.checking),
-            "serverImportsTorch": "torch" in sys.modules,
-            "results": {"checked": ls.checker.results.checked,
-                        "reused": ls.checker.results.reused},
-            "settings": ls.settings.__dict__}
+# The handlers register themselves on ``server`` (one module per concern).
+from lsp_server import commands, documents, lifecycle, presentation  # noqa: E402, F401

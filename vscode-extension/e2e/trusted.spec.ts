@@ -30,7 +30,7 @@ test("a failing model's problems are listed at their lines", async () => {
   const found = await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
   expect(found.find((p) => p.line === 14)?.text).toContain("`aten::i0` has no ONNX translation");
   await expect(page.locator(".monaco-editor .squiggly-error").first()).toBeVisible();
-  await expect(statusItem(page)).toContainText("ONNX: 4 problems");
+  await expect(statusItem(page)).toContainText("ONNX: 3 problems");
   const processes = recordProcesses(server).map((p) => p.command);
   expect(processes.some((c) => c.includes("onnxlens_server.py"))).toBe(true);
   expect(processes.some((c) => c.includes("export_worker.process"))).toBe(true);
@@ -130,7 +130,8 @@ test("Restart language server starts a new server that checks again", async () =
   await runCommand(page, "onnxlens: Restart language server");
   await expect.poll(() => languageServerPid(server), { timeout: 60_000 }).not.toBe(before);
   await expect.poll(() => languageServerPid(server), { timeout: 60_000 }).toBeDefined();
-  await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
+  // the previous test's setting (ignore ONNX101) still applies
+  await expectProblems(page, [["ONNX201", 14], ["ONNX201", 17]]);
   await screenshot(page, "restart-server");
 });
 
@@ -145,5 +146,22 @@ test("Write SARIF log writes the workspace's problems as SARIF", async () => {
   expect(existsSync(sarif)).toBe(true);
   const log = JSON.parse(readFileSync(sarif, "utf8")) as { version: string; runs: Array<{ results: Array<{ ruleId: string }> }> };
   expect(log.version).toBe("2.1.0");
-  expect(log.runs[0].results.map((r) => r.ruleId).sort()).toEqual(["ONNX101", "ONNX201", "ONNX201"]);
+  expect(log.runs[0].results.map((r) => r.ruleId).sort()).toEqual(["ONNX201", "ONNX201"]);
+});
+
+test("the quick fix 'Ignore ONNX401 on this line' silences the finding there", async () => {
+  const { page } = session;
+  await openFile(page, "failing/double_precision.py");
+  await expect
+    .poll(async () => (await problems(page)).map((p) => `${p.rule}:${p.line}`), { timeout: 150_000, intervals: [1000] })
+    .toContain("ONNX401:10");
+  await goToLine(page, 10, 35);
+  await page.keyboard.press("Control+.");
+  await chooseAction(page, /Ignore ONNX401 on this line/);
+  await page.keyboard.press("Control+S");
+  await expect
+    .poll(async () => (await problems(page)).map((p) => `${p.rule}:${p.line}`), { timeout: 150_000, intervals: [1000] })
+    .not.toContain("ONNX401:10");
+  await expect(page.locator(".monaco-editor .view-lines").first()).toContainText("# onnxlens: ignore[ONNX401]");
+  await screenshot(page, "ignore-quick-fix");
 });

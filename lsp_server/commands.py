@@ -1,0 +1,148 @@
+"""`workspace/executeCommand`: export, save, run, report, SARIF, worker restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from export_worker.messages import JobDone, JobKind, JobOutcome, JobRequest
+from exporter.serialize import diagnostic_from_data
+from exporter.targets import Target
+from lsp_server import features
+from lsp_server.checks import with_progress
+from lsp_server.server import OnnxLensServer, server
+
+
+def _arguments(args: Any) -> list[Any]:
+    if isinstance(args, (list, tuple)):
+        return list(args)
+    return [] if args is None else [args]
+
+
+def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]:
+    values = _arguments(args)
+    if not values or not isinstance(values[0], str):
+        raise ValueError("expected the document uri (and a target name) as arguments")
+    uri = values[0]
+    targets = ls.document_targets(uri)
+    name = values[1] if len(values) > 1 and isinstance(values[1], str) else None
+    chosen = next((t for t in targets if name is None or t.name == name), None)
+    if chosen is None:
+        raise ValueError(f"no export target {name!r} in {uri}")
+    return uri, chosen
+
+
+def _job(ls: OnnxLensServer, uri: str, target: Target, kind: JobKind,
+         **extra: Any) -> JobRequest:
+    document = ls.workspace.get_text_document(uri)
+    return ls.job_request(kind, target, document.source, **extra)
+
+
+def _require_trust(ls: OnnxLensServer) -> None:
+    if not ls.trusted:
+        raise PermissionError("the workspace is not trusted: onnxlens runs no model code")
+
+
+@server.command("onnxlens.export")
+async def export_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    uri = values[0]
+    task = ls.request_check(uri)
+    if task is not None:
+        await task
+    state = ls.checker.state(uri)
+    return {"uri": uri, "version": state.version,
+            "targets": {name: {"ok": result.ok, "problems": len(result.diagnostics)}
+                        for name, result in state.targets.items()}}
+
+
+@server.command("onnxlens.saveModel")
+async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    uri, target = _target_arguments(ls, values)
+    if len(values) > 2 and isinstance(values[2], str):
+        output = Path(values[2])
+        if not output.is_absolute():  # as a user reads it: inside the workspace
+            output = ls.root_for(target.path) / output
+    else:
+        output = target.path.with_name(f"{target.name}.onnx")
+    answer = await with_progress(ls, f"Saving {target.name} to {output.name}",
+                                 lambda: ls.submit(_job(ls, uri, target, "save",
+                                                        output=str(output))))
+    return _job_answer(answer)
+
+
+@server.command("onnxlens.runModel")
+async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    uri, target = _target_arguments(ls, values)
+    repeat = values[2] if len(values) > 2 and isinstance(values[2], int) else 20
+    answer = await with_progress(ls, f"Running {target.name} in ONNX Runtime",
+                                 lambda: ls.submit(_job(ls, uri, target, "run", repeat=repeat)))
+    return _job_answer(answer)
+
+
+def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
+    """A save or run job's answer as the command's result (what the client shows)."""
+    if not isinstance(outcome, JobDone):
+        return {"error": f"the job failed ({outcome.failure}): {outcome.detail}"}
+    answer = outcome.answer
+    body: dict[str, Any] = {"diagnostics": [diagnostic_from_data(d).message
+                                            for d in answer.diagnostics]}
+    if answer.error is not None:
+        body["error"] = answer.error
+    if answer.report is not None:
+        body.update(report=answer.report, markdown=answer.markdown)
+    else:
+        body.update(saved=answer.saved, written=answer.written)
+    return body
+
+
+@server.command("onnxlens.showReport")
+def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    uri = values[0]
+    state = ls.checker.state(uri)
+    names = [values[1]] if len(values) > 1 else [t.name for t in ls.document_targets(uri)]
+    parts = [features.report_markdown(name, state.targets.get(name), state.checking)
+             for name in names]
+    return {"markdown": "\n".join(parts)}
+
+
+@server.command("onnxlens.writeSarif")
+def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    if values and isinstance(values[0], str):
+        destination = Path(values[0])
+    elif ls.settings.sarifOutputDirectory:
+        destination = Path(ls.settings.sarifOutputDirectory) / "onnxlens.sarif"
+    else:
+        destination = (ls.root or Path.cwd()) / "onnxlens.sarif"
+    if not destination.is_absolute():
+        destination = (ls.root or Path.cwd()) / destination
+    return {"path": str(ls.write_sarif(destination))}
+
+
+@server.command("onnxlens.restartWorker")
+async def restart_worker(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    _require_trust(ls)
+    await ls.worker.restart()
+    ready = await ls.worker.wait_ready()
+    return {"pid": ready.pid}
+
+
+@server.command("onnxlens.applyEdit")
+async def apply_edit(ls: OnnxLensServer, *args: Any) -> bool:
+    """For clients without code action literals: apply the action's workspace edit."""
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    edit = ls.protocol._converter.structure(values[0], types.WorkspaceEdit)
+    result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit))
+    return bool(result.applied)
+
+

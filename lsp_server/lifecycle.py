@@ -1,0 +1,96 @@
+"""LSP lifecycle: initialize, trust, settings, shutdown, and the status request."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from lsp_server.client_support import ClientSupport
+from lsp_server.server import STATUS_REQUEST, TRUST_NOTIFICATION, OnnxLensServer, server
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: OnnxLensServer, params: types.InitializeParams) -> None:
+    options = params.initialization_options if isinstance(params.initialization_options,
+                                                          dict) else {}
+    ls.trusted = bool(options.get("trusted", False))
+    ls.initialization_settings = options.get("settings")
+    ls.support = ClientSupport.of(params.capabilities)
+    folders = params.workspace_folders or []
+    root = to_fs_path(folders[0].uri) if folders else (
+        to_fs_path(params.root_uri) if params.root_uri else None)
+    ls.root = Path(root).resolve() if root else None
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> None:
+    await ls.load_settings()
+    if ls.trusted:
+        await ls.start_worker()
+    else:
+        ls.notify_state()
+        ls.tell("onnxlens runs your models' code to check them, so it waits until this "
+                "workspace is trusted. No model code has been run.", types.MessageType.Info)
+
+
+@server.feature(types.SHUTDOWN)
+async def shutdown(ls: OnnxLensServer, params: None) -> None:
+    ls.shut_down = True
+    for uri in list(ls.checker.tasks):
+        ls.checker.cancel(uri)
+    await ls.worker.stop()
+
+
+@server.feature(TRUST_NOTIFICATION)
+async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
+    trusted = bool(getattr(params, "trusted", False) if not isinstance(params, dict)
+                   else params.get("trusted", False))
+    if trusted == ls.trusted:
+        return
+    ls.trusted = trusted
+    ls.checker.results.clear()
+    await ls.load_settings()  # the workspace's pyproject.toml counts only while trusted
+    if trusted:
+        await ls.start_worker()
+        for uri in list(ls.workspace.text_documents):
+            ls.request_check(uri)
+    else:
+        for uri in list(ls.checker.tasks):
+            ls.checker.cancel(uri)
+        await ls.worker.stop()
+        ls.worker_state = "stopped"
+        # what the checks found came from running the model: it goes with the trust
+        for uri in sorted(ls.store.clear()):
+            ls.publish(uri)
+    ls.notify_state()
+    ls.refresh_code_lens()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: OnnxLensServer,
+                                   params: types.DidChangeConfigurationParams) -> None:
+    if isinstance(params.settings, dict) and isinstance(params.settings.get("onnxlens"), dict):
+        ls.initialization_settings = params.settings["onnxlens"]
+    await ls.load_settings()
+
+
+@server.feature(STATUS_REQUEST)
+async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
+    """For tests and the status bar: the worker's processes and what is being checked."""
+
+    answer = await ls.worker.status()
+    if answer is not None:
+        worker: dict[str, Any] = {**dataclasses.asdict(answer), "ready": True}
+    else:  # not started, warming up, or not answering (it is replaced then)
+        worker = {"pid": ls.worker.pid, "jobs": [], "ready": False}
+    return {"trusted": ls.trusted, "worker": worker, "workerState": ls.worker_state,
+            "checking": sorted(uri for uri, s in ls.checker.documents.items() if s.checking),
+            "serverImportsTorch": "torch" in sys.modules,
+            "results": {"checked": ls.checker.results.checked,
+                        "reused": ls.checker.results.reused},
+            "settings": ls.settings.__dict__}

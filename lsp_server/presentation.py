@@ -1,0 +1,55 @@
+"""What the editor shows on request: CodeLens, hover, code actions."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from lsp_server import features
+from lsp_server.server import OnnxLensServer, server
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: OnnxLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    uri = params.text_document.uri
+    state = ls.checker.state(uri)
+    return features.code_lenses(uri, ls.document_targets(uri), state.targets, state.checking,
+                                ls.trusted, ls.positions())
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: OnnxLensServer, params: types.HoverParams) -> types.Hover | None:
+    uri = params.text_document.uri
+    positions = ls.positions()
+    line = params.position.line + 1
+    for target in ls.document_targets(uri):
+        spans = [target.definition] + ([target.pragma] if target.pragma else [])
+        for span in spans:
+            where = positions.range(target.path, span)
+            if not span.start.line <= line <= span.end.line:
+                continue
+            inside = (where.start.line, where.start.character) <= (
+                params.position.line, params.position.character) <= (
+                where.end.line, where.end.character)
+            if inside:
+                state = ls.checker.state(uri)
+                return features.hover(target, state.targets.get(target.name), state.checking,
+                                      ls.support.markdown_hover, positions)
+    return None
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+    code_action_kinds=[types.CodeActionKind.QuickFix]))
+def code_action(ls: OnnxLensServer, params: types.CodeActionParams
+                ) -> list[types.CodeAction | types.Command] | None:
+    uri = params.text_document.uri
+    targets = {t.name: t for t in ls.document_targets(uri)}
+    path = ls.path_of(uri)
+    actions = features.code_actions(uri, list(params.context.diagnostics), targets,
+                                    list(ls.lines_of(path)), ls.positions(), path)
+    if not ls.support.code_action_literals:
+        return [types.Command(title=a.title, command="onnxlens.applyEdit",
+                              arguments=[ls.protocol._converter.unstructure(a.edit)])
+                for a in actions] or None
+    return list(actions) or None
+
+
