@@ -10,10 +10,13 @@ streams in a stable order, whatever order the jobs finish in.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from export_worker.client import WorkerClient, WorkerUnavailable
 from export_worker.messages import CheckSettings, JobRequest, Ready
@@ -37,6 +40,7 @@ class BatchResult:
     result: CheckResult
     ready: Ready
     targets: list[Target]  # what was found, for the report's suppressions
+    unfinished: int = 0  # targets not checked: the run was interrupted (SIGINT, SIGTERM)
 
 
 FileDone = Callable[[CheckResult, list[Target]], None]
@@ -94,15 +98,45 @@ async def _check_files(files: list[Path], options: BatchOptions,
             emit_finished()
 
         emit_finished()  # files without targets before the first job
-        await asyncio.gather(*(run(entry, index) for entry in entries
-                               for index in range(len(entry.targets))))
+        unfinished = await _until_done_or_interrupted(asyncio.gather(
+            *(run(entry, index) for entry in entries for index in range(len(entry.targets)))))
         emit_finished()
+        if unfinished:  # what was checked still reaches the report
+            for entry in entries[emitted:]:
+                entry.result.targets = [r for r in entry.done if r is not None]
+                on_file(entry.result, [t for t, r in zip(entry.targets, entry.done) if r])
     finally:
         await client.stop()
     result = CheckResult()
     for entry in entries:
         result.extend(entry.result)
-    return BatchResult(result, ready, [t for entry in entries for t in entry.targets])
+    left = sum(result is None for entry in entries for result in entry.done)
+    return BatchResult(result, ready, [t for entry in entries for t in entry.targets], left)
+
+
+async def _until_done_or_interrupted(jobs: asyncio.Future[list[None]]) -> bool:
+    """Wait for ``jobs``; on SIGINT or SIGTERM cancel the rest (their processes are killed)
+    and return True, so that the report of what finished is still written."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for number in signals:
+        loop.add_signal_handler(number, stop.set)
+    stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    waiting: set[asyncio.Future[Any]] = {jobs, stopped}
+    try:
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for number in signals:
+            loop.remove_signal_handler(number)
+        stopped.cancel()
+    if jobs.done():
+        jobs.result()  # a bug in a job's bookkeeping surfaces here
+        return False
+    jobs.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await jobs
+    return True
 
 
 def _discover(path: Path) -> _File:

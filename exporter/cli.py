@@ -1,6 +1,7 @@
 """``onnxlens`` command line: check, save, run.
 
-Exit status: 0 no error, 1 errors found (or the export failed), 2 usage or tool failure.
+Exit status: 0 no error, 1 errors found (or the export failed), 2 usage or tool failure,
+130 interrupted (``check`` still writes the report of what it checked).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from exporter.rules import RULES
 from exporter.settings_schema import DEFAULT_EXCLUDE
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # SIGINT or SIGTERM: the report holds what was checked before
 DEFAULT_TIMEOUT_SECONDS = 300.0
 DEFAULT_MEMORY_LIMIT_MB = 4096
 _TARGET_MARKERS = ("onnx-export", "ExportableModule")
@@ -411,6 +413,9 @@ def _check(args: argparse.Namespace) -> int:
         if args.format != "text" and files:
             _report_missing_toolchain(args, files, root, missing)
         raise missing from error
+    if batch.unfinished:
+        print(f"onnxlens: interrupted: {batch.unfinished} target(s) were not checked; the "
+              "report holds those that were", file=sys.stderr)
     for warning in batch.ready.warnings:
         print(f"onnxlens: warning: {warning}", file=sys.stderr)
     message = batch.ready.toolchain.get("message")
@@ -431,6 +436,8 @@ def _check(args: argparse.Namespace) -> int:
                 print(format_text(result, diagnostics), end="", file=sys.stderr)
         else:
             print(text, end="")
+    if batch.unfinished:
+        return EXIT_INTERRUPTED
     return EXIT_ERRORS if any(d.severity == "error" for d in diagnostics) else EXIT_OK
 
 

@@ -5,6 +5,7 @@ changes how fast a report comes, never what it says."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,30 @@ def test_bad_limits_are_usage_errors(option, value, words, capsys):
         main(["check", str(FIXTURES / "clean"), option, value])
     assert exit_info.value.code == 2
     assert words in capsys.readouterr().err
+
+
+def test_an_interrupted_run_still_reports_what_it_checked(tmp_path):
+    """SIGINT (Ctrl-C, or a CI job cancelled with SIGTERM) used to lose every result."""
+    (tmp_path / "a_fails.py").write_text((FIXTURES / "no_translation" / "model.py").read_text())
+    (tmp_path / "z_forever.py").write_text(
+        (REPO / "tests" / "lsp" / "fixtures" / "forever" / "model.py").read_text())
+    run = subprocess.Popen(
+        [sys.executable, "-m", "exporter.cli", "check", str(tmp_path), "--root", str(tmp_path),
+         "--timeout", "0", "--jobs", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert run.stdout is not None
+        streamed = ""
+        while "error[ONNX201]" not in streamed:  # a_fails.py is done and printed
+            line = run.stdout.readline()
+            assert line, "the run ended before printing a_fails.py's findings"
+            streamed += line
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 130, err
+    assert "onnxlens: interrupted: 1 target(s) were not checked" in err
+    assert "Traceback" not in err
+    assert out.rstrip().endswith("Checked 1 target(s) in 2 file(s): 2 errors, 0 warnings "
+                                 "(1 target(s) failing).")
