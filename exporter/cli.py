@@ -207,25 +207,27 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value <= 24 * 3600:  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(
-            f"must be between 0 (no limit) and 86400 seconds, not {text!r}")
-    return value
+    return float(_checked("timeoutSeconds", value))  # also refuses nan and inf
+
+
+def _checked(setting: str, value: Any) -> Any:
+    """``value`` as the settings schema takes it, or the schema's reason as a usage error."""
+    from exporter.settings_schema import BY_LSP
+
+    checked, problem = BY_LSP[setting].check(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return checked
 
 
 def _severity_list(text: str) -> dict[str, str]:
-    from exporter.settings_schema import BY_LSP
-
     pairs = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         rule, equals, level = item.partition("=")
         if not equals:
             raise argparse.ArgumentTypeError(f"expected ID=LEVEL, not {item!r}")
         pairs[rule.strip()] = level.strip().lower()
-    checked, problem = BY_LSP["severity"].check(pairs)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return dict(checked)
+    return dict(_checked("severity", pairs))
 
 
 def _glob_list(text: str) -> list[str]:
@@ -240,16 +242,11 @@ def _category(text: str) -> str:
 
 
 def _megabytes(text: str) -> int:
-    from exporter.settings_schema import BY_LSP
-
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number of megabytes: {text!r}") from None
-    checked, problem = BY_LSP["memoryLimitMB"].check(value)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return int(checked)
+    return int(_checked("memoryLimitMB", value))
 
 
 def _job_count(text: str) -> int:
