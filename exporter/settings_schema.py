@@ -122,6 +122,7 @@ SETTINGS = (
             minimum=0, maximum=24 * 3600),
     Setting("memoryLimitMB", "int", 4096, "a check using more is stopped (ONNX903)",
             pyproject="memory-limit-mb", cli="--memory-limit-mb", minimum=256,
+            cli_default="no limit",
             maximum=1024 * 1024),
     Setting("atol", "float", None, "absolute tolerance against PyTorch (unset: by dtype)",
             pyproject="atol", minimum=0, nullable=True),
