@@ -529,13 +529,16 @@ def _evaluate(path: Path, root: Path, target: Any, result: TruthResult) -> None:
         with _phase("eager"), torch.no_grad():
             reference = built.model
             eager = built.model(*_fresh(built.args), **_fresh(built.kwargs))
+    # A model past protobuf's 2 GB cannot be checked or loaded from memory: as a user does,
+    # save it with external data and check and load the file.
+    saved = _saved_if_huge(program, proto)
     with _phase("checker"):
-        onnx.checker.check_model(proto, full_check=True)
+        onnx.checker.check_model(saved or proto, full_check=True)
     with _phase("ort_session"):
         started = time.perf_counter()
         options = ort.SessionOptions()
         options.log_severity_level = 3
-        session = ort.InferenceSession(proto.SerializeToString(), options,
+        session = ort.InferenceSession(saved or proto.SerializeToString(), options,
                                        providers=["CPUExecutionProvider"])
     with _phase("ort_run"):
         outputs = session.run(None, _feeds(session, _fresh(built.args), _fresh(built.kwargs)))
@@ -545,6 +548,21 @@ def _evaluate(path: Path, root: Path, target: Any, result: TruthResult) -> None:
     if result.example.problem:
         raise PhaseFailed("mismatch", message=result.example.problem)
     _other_size(built, reference, session, result)
+
+
+_PROTOBUF_LIMIT = 2**31 - 1
+
+
+def _saved_if_huge(program: Any, proto: Any) -> str | None:
+    """The path of the model saved with external data, when it is too big for protobuf."""
+    if proto.ByteSize() <= _PROTOBUF_LIMIT:
+        return None
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="truth-")  # the process ends after one target
+    path = str(Path(directory) / "model.onnx")
+    program.save(path, external_data=True)
+    return path
 
 
 def _other_size(built: Built, reference: Any, session: Any, result: TruthResult) -> None:
