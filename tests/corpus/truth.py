@@ -555,8 +555,11 @@ _PROTOBUF_LIMIT = 2**31 - 1
 
 def _saved_if_huge(program: Any, proto: Any) -> str | None:
     """The path of the model saved with external data, when it is too big for protobuf."""
-    if proto.ByteSize() <= _PROTOBUF_LIMIT:
-        return None
+    try:
+        if proto.ByteSize() <= _PROTOBUF_LIMIT:
+            return None
+    except Exception:  # protobuf refuses even to size a message past its limit
+        pass
     import tempfile
 
     directory = tempfile.mkdtemp(prefix="truth-")  # the process ends after one target
