@@ -91,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="github: GitHub Actions annotations, and a table of every finding "
                        "appended to $GITHUB_STEP_SUMMARY when it is set")
     check.add_argument("--output", "-o", type=Path, help="write the report here (atomically)")
+    check.add_argument("--sarif-file", type=Path, metavar="FILE",
+                       help="also write the SARIF log here, whatever the --format (as "
+                       "pytest's --junitxml): one check for CI annotations and code scanning")
     check.add_argument("--select", type=_rule_list, help="only these rule ids or prefixes")
     check.add_argument("--ignore", type=_rule_list, help="leave out these rule ids or prefixes")
     check.add_argument("--severity", type=_severity_list, metavar="ID=LEVEL,...",
@@ -102,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
                        "node_modules, ...)")
     check.add_argument("--extend-exclude", type=_glob_list, metavar="GLOBS",
                        help="globs excluded beside the defaults (and `exclude`)")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply the excludes to files named on the command line too (as "
+                       "ruff's; the pre-commit hooks pass it, since pre-commit names every "
+                       "changed file)")
     check.add_argument("--root", type=Path, help="workspace root (default: nearest directory "
                        "with pyproject.toml or .git)")
     check.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
@@ -308,10 +315,12 @@ def torch_compat_unknown_names() -> list[str]:
     return torch_compat.unknown_names()
 
 
-def _python_files(paths: list[Path], root: Path, excluded: list[str]) -> list[Path]:
+def _python_files(paths: list[Path], root: Path, excluded: list[str],
+                  force_exclude: bool = False) -> list[Path]:
     """The files given, and the ``*.py`` files under the directories given that no
     ``exclude``/``extend-exclude`` glob matches (relative to the root, as ruff does; a file
-    named on the command line is checked even when a glob matches it)."""
+    named on the command line is checked even when a glob matches it, unless
+    ``force_exclude``: pre-commit names every changed file)."""
     from exporter.settings_schema import is_excluded
 
     files: list[Path] = []
@@ -319,7 +328,11 @@ def _python_files(paths: list[Path], root: Path, excluded: list[str]) -> list[Pa
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
         if path.is_file():
-            files.append(path)
+            resolved = path.resolve()
+            parts = resolved.relative_to(root).parts if resolved.is_relative_to(root) \
+                else (resolved.name,)
+            if not (force_exclude and is_excluded(parts, excluded)):
+                files.append(path)
             continue
         for candidate in sorted(path.rglob("*.py")):
             below = candidate.relative_to(path).parts
@@ -366,14 +379,18 @@ def _check(args: argparse.Namespace) -> int:
     from export_worker.batch import BatchOptions, WorkerUnavailable, check_files
     from export_worker.messages import CheckSettings
 
-    if args.output is not None:
-        _check_output_path(args.output)
+    for output in (args.output, args.sarif_file):
+        if output is not None:
+            _check_output_path(output)
+    if (args.output and args.sarif_file
+            and args.output.resolve() == args.sarif_file.resolve()):
+        raise UsageError(f"--output and --sarif-file both name {args.output}")
     root = (args.root or find_root(args.paths[0])).resolve()
     config = load_config(root)
     _warn_config(config)
     excluded = [*(args.exclude or config.get("exclude", list(DEFAULT_EXCLUDE))),
                 *config.get("extend-exclude", []), *(args.extend_exclude or [])]
-    files = [path for path in _python_files(args.paths, root, excluded)
+    files = [path for path in _python_files(args.paths, root, excluded, args.force_exclude)
              if _might_have_targets(path)]
     severity = {**config.get("severity", {}), **(args.severity or {})}
     timeout = args.timeout if args.timeout is not None else config.get(
@@ -408,7 +425,7 @@ def _check(args: argparse.Namespace) -> int:
             f"ONNX904: a dependency of the export toolchain is missing "
             f"({str(error).rpartition(': ')[2]}). Install it into {sys.executable}: "
             f"{versions.install_hint()}")
-        if args.format != "text" and files:
+        if (args.format != "text" or args.sarif_file) and files:
             _report_missing_toolchain(args, files, root, missing)
         raise missing from error
     if batch.unfinished:
@@ -423,6 +440,10 @@ def _check(args: argparse.Namespace) -> int:
     diagnostics = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
     if args.format == "github":
         _write_step_summary(diagnostics, format_summary(result, diagnostics))
+    if args.sarif_file:
+        _write_atomically(args.sarif_file, _render_check(args, result, diagnostics, root,
+                                                           report_format="sarif"))
+        print(f"onnxlens: wrote {display_path(args.sarif_file)}", file=sys.stderr)
     if streaming:
         print(format_summary(result, diagnostics), end="")
     else:
@@ -464,6 +485,11 @@ def _report_missing_toolchain(args: argparse.Namespace, files: list[Path], root:
     diagnostic = Diagnostic("ONNX904", message[:1].upper() + message[1:],
                             Location(files[0].resolve(), Range.of(1, 1, 1, 1)), target="")
     result = CheckResult(file_diagnostics=[diagnostic], files=[f.resolve() for f in files])
+    if args.sarif_file:
+        _write_atomically(args.sarif_file,
+                          _render_check(args, result, [diagnostic], root, report_format="sarif"))
+    if args.format == "text":
+        return
     text = _render_check(args, result, [diagnostic], root)
     if args.output:
         _write_atomically(args.output, text)
@@ -472,13 +498,16 @@ def _report_missing_toolchain(args: argparse.Namespace, files: list[Path], root:
 
 
 def _render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
-                  root: Path, toolchain: dict[str, Any] | None = None) -> str:
-    if args.format == "json":
+                  root: Path, toolchain: dict[str, Any] | None = None,
+                  report_format: str | None = None) -> str:
+    """The report in ``report_format`` (default: ``--format``)."""
+    report_format = report_format or args.format
+    if report_format == "json":
         report = result_json(result, diagnostics)
         if toolchain is not None:  # None: ONNX904, there is no toolchain to describe
             report["toolchain"] = toolchain
         return json.dumps(report, indent=2) + "\n"
-    if args.format == "sarif":
+    if report_format == "sarif":
         from exporter.diagnostics import sort_key
         from exporter.result import CheckResult
         from exporter.sarif import DEFAULT_CATEGORY, sarif_dict
@@ -488,7 +517,7 @@ def _render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
         category = args.category or DEFAULT_CATEGORY
         return json.dumps(sarif_dict(filtered, root, absolute_root=args.absolute_paths,
                                      category=category), indent=2) + "\n"
-    if args.format == "github":
+    if report_format == "github":
         from exporter.github import workflow_commands
 
         return workflow_commands(diagnostics) + format_summary(result, diagnostics)

@@ -76,3 +76,29 @@ def test_a_category_with_spaces_is_a_usage_error(capsys):
         main(["check", str(FIXTURES / "clean"), "--format", "sarif", "--category", "a b"])
     assert exit_info.value.code == 2
     assert "one word without spaces" in capsys.readouterr().err
+
+
+def test_one_check_writes_annotations_and_a_sarif_log(monkeypatch, tmp_path, capsys):
+    """The GitHub Action's single run: ``--format github`` on stdout, SARIF to a file."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.chdir(FIXTURES)
+    sarif = tmp_path / "onnxlens.sarif"
+    assert main(["check", NO_TRANSLATION, "--format", "github", "--sarif-file", str(sarif),
+                 "--category", "models"]) == 1
+    out = capsys.readouterr().out
+    assert [line[:40] for line in out.splitlines() if line.startswith("::")] == [
+        "::error file=no_translation/model.py,lin"] * 2
+    log = json.loads(sarif.read_text())
+    run = log["runs"][0]
+    assert run["automationDetails"] == {"id": "models/"}
+    assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+            for r in run["results"]] == [("ONNX201", 7), ("ONNX201", 8)]
+    assert validate_with_schema(log) == []
+
+
+def test_sarif_file_and_output_must_differ(tmp_path, capsys):
+    same = tmp_path / "report"
+    assert main(["check", str(FIXTURES / "clean" / "factory.py"), "--format", "json",
+                 "--output", str(same), "--sarif-file", str(same)]) == 2
+    assert "--output and --sarif-file both name" in capsys.readouterr().err
+    assert not same.exists()

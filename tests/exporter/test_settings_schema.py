@@ -134,6 +134,12 @@ def test_excludes_skip_directories_by_default_and_by_glob(tmp_path, capsys):
     # a file named on the command line is checked even when a glob matches it
     main(["check", str(tmp_path / "build" / "model.py"), "--format", "json"])
     assert len(json.loads(capsys.readouterr().out)["targets"]) == 1
+    # ... unless --force-exclude (pre-commit's hooks: pre-commit names every changed file)
+    named = [str(tmp_path / folder / "model.py") for folder in ("build", "models/old", "models")]
+    assert main(["check", *named, "--format", "json", "--force-exclude",
+                 "--extend-exclude", "models/old"]) == 1
+    assert [t["path"].replace(str(tmp_path), "").lstrip("/")
+            for t in json.loads(capsys.readouterr().out)["targets"]] == ["models/model.py"]
 
 
 def test_glob_matching():
