@@ -98,8 +98,9 @@ async def _check_files(files: list[Path], options: BatchOptions,
             emit_finished()
 
         emit_finished()  # files without targets before the first job
-        unfinished = await _until_done_or_interrupted(asyncio.gather(
-            *(run(entry, index) for entry in entries for index in range(len(entry.targets)))))
+        unfinished = await _until_done_or_interrupted([
+            asyncio.ensure_future(run(entry, index))
+            for entry in entries for index in range(len(entry.targets))])
         emit_finished()
         if unfinished:  # what was checked still reaches the report
             for entry in entries[emitted:]:
@@ -114,14 +115,17 @@ async def _check_files(files: list[Path], options: BatchOptions,
     return BatchResult(result, ready, [t for entry in entries for t in entry.targets], left)
 
 
-async def _until_done_or_interrupted(jobs: asyncio.Future[list[None]]) -> bool:
-    """Wait for ``jobs``; on SIGINT or SIGTERM cancel the rest (their processes are killed)
-    and return True, so that the report of what finished is still written."""
+async def _until_done_or_interrupted(tasks: list[asyncio.Future[None]]) -> bool:
+    """Wait for ``tasks``; on SIGINT or SIGTERM cancel the rest (their processes are killed)
+    and return True, so that the report of what finished is still written. When one fails
+    (stdout closed under the text report, or a bug) the rest are cancelled before it is
+    raised."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = (signal.SIGINT, signal.SIGTERM)
     for number in signals:
         loop.add_signal_handler(number, stop.set)
+    jobs = asyncio.gather(*tasks)
     stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
     waiting: set[asyncio.Future[Any]] = {jobs, stopped}
     try:
@@ -130,13 +134,20 @@ async def _until_done_or_interrupted(jobs: asyncio.Future[list[None]]) -> bool:
         for number in signals:
             loop.remove_signal_handler(number)
         stopped.cancel()
-    if jobs.done():
-        jobs.result()  # a bug in a job's bookkeeping surfaces here
-        return False
-    jobs.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await jobs
-    return True
+    interrupted = not jobs.done()
+    failed = jobs.done() and jobs.exception() is not None
+    if interrupted:
+        jobs.cancel()  # and so every task
+    elif failed:
+        for task in tasks:
+            task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    if interrupted:
+        with contextlib.suppress(asyncio.CancelledError):
+            await jobs  # retrieved, so that asyncio does not log it as never retrieved
+    if failed:
+        jobs.result()
+    return interrupted
 
 
 def _discover(path: Path) -> _File:

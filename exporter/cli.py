@@ -48,7 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return args.handler(args)
+        status = args.handler(args)
+        sys.stdout.flush()  # here, where a closed pipe is handled, rather than at exit
+        return status
     except UsageError as error:
         print(f"onnxlens: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -57,6 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # stdout's reader went away (`onnxlens rule --all | head`): stop quietly, and keep
+        # Python from complaining again when it flushes stdout at exit (Python's signal docs)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERRORS
 
 
 _TOOLCHAIN_PACKAGES = {"torch", "onnx", "onnxscript", "onnxruntime", "onnx_ir", "numpy"}

@@ -249,3 +249,16 @@ def test_endless_loop_is_stopped_by_the_timeout(capsys):
     assert "did not finish within 2 s" in diagnostic["message"]
     stages = {s["name"]: s["state"] for s in report["targets"][0]["stages"]}
     assert stages["load"] == "failed" and stages["dynamic"] == "skipped"
+
+
+@pytest.mark.parametrize("command", [["rule", "--all"], ["check", "examples"]])
+def test_a_reader_that_stops_reading_ends_the_command_quietly(command):
+    """``onnxlens rule --all | head -0``: no traceback (a regression: BrokenPipeError, and
+    for `check` every cancelled target's exception at shutdown)."""
+    process = subprocess.Popen([sys.executable, "-m", "exporter.cli", *command], cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before anything is written: every write fails
+    errors = process.stderr.read()
+    assert process.wait(timeout=300) == 1
+    assert "Traceback" not in errors and "Exception ignored" not in errors, errors
