@@ -37,6 +37,20 @@ test("a failing model's problems are listed at their lines", async () => {
   await screenshot(page, "problems");
 });
 
+test("the rule id in the Problems panel opens the rule's page bundled with the extension", async () => {
+  const { page } = session;
+  await openFile(page, "failing/special_functions.py");
+  await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
+  const row = page.locator(".markers-panel .monaco-list-row", { hasText: "ONNX101" }).first();
+  await row.getByRole("button", { name: "(ONNX101)" }).click();
+  await expect(page.locator(".editor-group-container .tab.active", { hasText: "ONNX101.md" })).toBeVisible({
+    timeout: 30_000,
+  });
+  await expect(page.locator(".monaco-editor .view-lines").first()).toContainText("# ONNX101:");
+  await screenshot(page, "rule-page");
+  await page.keyboard.press("Control+W");
+});
+
 test("hovering a target shows its summary", async () => {
   const { page } = session;
   await openFile(page, "mlp.py");
