@@ -70,6 +70,7 @@ EXPECTED = {
     "verdicts/strict_capture.py": [],
     "verdicts/tied_weights.py": [],
     "weightless/model.py": [("ONNX201", "model.py", 23, 16, 23, 48, "error")],
+    "weightless/llama.py": [],
     "wrong_translation/model.py": [
         ("ONNX501", "model.py", 20, 16, 20, 25, "error"),
         ("ONNX502", "model.py", 19, 13, 19, 40, "error"),
@@ -152,6 +153,20 @@ def test_weightless_check_skips_what_needs_weights(fixture_results):
     for stage in ("runtime", "numerics", "dynamic"):
         assert states[stage][0] == "skipped" and "weights" in states[stage][1]
     assert wide.summary["parameters"] == 16 * (4096 * 4096 + 4096)
+
+
+def test_a_weightless_transformers_model_exports_as_with_weights(fixture_results):
+    """weights="none" runs the eager forward on meta tensors, and transformers' mask helpers
+    read a value (`.item()`) outside tracing: no reason to call the model broken (a
+    regression: ONNX004 on every Llama checked weight-free). Capture decides, as with real
+    weights."""
+    with_weights, weightless = fixture_results["weightless/llama.py"][1].targets
+    assert (with_weights.name, weightless.name) == ("llama", "llama_weightless")
+    for target in (with_weights, weightless):
+        states = {s.name: s.state.value for s in target.stages}
+        assert [states[s] for s in ("load", "capture", "translate", "validate")] == \
+            ["passed"] * 4, target.name
+    assert {s.name: s.state.value for s in weightless.stages}["runtime"] == "skipped"
 
 
 def test_draft_only_graph_still_runs_later_stages(fixture_results):
