@@ -31,6 +31,7 @@ from export_worker.messages import (
     decode,
     encode,
 )
+from export_worker.warm_imports import RESTART_STATUS
 
 log = logging.getLogger(__name__)
 
@@ -284,6 +285,8 @@ class WorkerClient:
 
 
 def _ended(returncode: int | None) -> str:
+    if returncode == RESTART_STATUS:
+        return "the export worker was replaced: the installed packages changed"
     if returncode is not None and returncode < 0:
         try:
             return f"the export worker was killed by {signal.Signals(-returncode).name}"

@@ -96,6 +96,8 @@ class JobAnswer:
     diagnostics: list[dict[str, Any]] = field(default_factory=list)  # save/run: the errors
     report: dict[str, Any] | None = None  # run: exporter.run_report
     markdown: str | None = None
+    #: installed top-level packages the job imported that the worker had not (warm_imports)
+    library_imports: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,7 @@ class WorkerStatus:
     jobs: list[JobProcess]
     spare: SpareProcess | None
     toolchain: dict[str, Any]
+    warm_imports: list[str] = field(default_factory=list)  # imported ahead of the checks
 
 
 Request = JobRequest | Cancel | StatusQuery | Shutdown

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import dataclasses
 import gc
 import os
 import selectors
@@ -55,6 +56,7 @@ from export_worker.messages import (
     decode,
     encode,
 )
+from export_worker.warm_imports import RESTART_STATUS, WarmImports, library_modules
 
 SPARE_MODEL = Path(__file__).resolve().parent / "spare_model.py"
 #: A job stops its own Python code at its timeout (ONNX901 located where it ran); code that
@@ -109,6 +111,10 @@ class Worker:
         self.buffer = bytearray()
         self.use_spare = spare
         self.spare: Spare | None = None
+        from exporter import shortcuts
+
+        self.warm_imports = WarmImports(shortcuts.enabled("warm-imports"))
+        self.exit_status = 0
 
     # -- messages ------------------------------------------------------------------------
 
@@ -193,8 +199,15 @@ class Worker:
                 request.id, os.getpid(),
                 [JobProcess(job.id, job.pid) for job in self.jobs.values()],
                 None if spare is None else SpareProcess(spare.pid, spare.warm),
-                self.toolchain))
+                self.toolchain, list(self.warm_imports.imported)))
         elif isinstance(request, JobRequest):
+            if self.warm_imports.stale():
+                # It cannot forget a module: a new worker imports the new versions, and the
+                # client runs the job there (export_worker.warm_imports).
+                print("onnxlens worker: the installed packages changed; a new worker takes "
+                      "over", file=sys.stderr)
+                self.exit_status = RESTART_STATUS
+                return False
             self._start(request)
         return True
 
@@ -237,8 +250,10 @@ class Worker:
     def _answer(self, request: JobRequest, pipe: int) -> None:
         from export_worker.jobs import run_job
 
+        before = set(sys.modules)
         try:
             answer = run_job(self.session, request)
+            answer = dataclasses.replace(answer, library_imports=library_modules(before))
         except BaseException as error:
             answer = JobAnswer(error="".join(traceback.format_exception_only(type(error), error))
                                .strip(), internal=True)
@@ -331,6 +346,7 @@ class Worker:
             job.output.extend(chunk)
             return
         self._finish(job)
+        self.warm_imports.import_pending()  # before the next fork, spare or job
         self._replace_spare()  # after the answer went out: forking takes a moment
 
     def _finish(self, job: Job) -> None:
@@ -347,6 +363,7 @@ class Worker:
         if answer is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
             self.send(JobFailed(job.id, "crashed", _describe_status(status), seconds, peak_mb))
         else:
+            self.warm_imports.learn(answer.library_imports)
             self.send(JobDone(job.id, answer, seconds, job.pid, peak_mb))
 
     def _watch_jobs(self) -> None:
@@ -479,6 +496,7 @@ def main(argv: list[str] | None = None) -> None:
         worker.send(Missing(str(error)))
         return
     worker.serve()
+    sys.exit(worker.exit_status)
 
 
 if __name__ == "__main__":

@@ -126,8 +126,13 @@ def lens_verdicts(corpus: Corpus, jobs: int = 2, *, env: dict[str, str] | None =
                   batch: bool = False) -> dict[TargetKey, object]:
     """(file, target) -> onnxlens's verdict (rules, severities, locations; or the tool failure),
     comparable between two runs with different environments."""
+    return verdicts_of(run_lens(corpus, jobs, env=env, batch=batch))
+
+
+def verdicts_of(lens_files: dict[str, LensFile]) -> dict[TargetKey, object]:
+    """The comparable verdicts of onnxlens's results (see :func:`lens_verdicts`)."""
     verdicts: dict[TargetKey, object] = {}
-    for path, result in run_lens(corpus, jobs, env=env, batch=batch).items():
+    for path, result in lens_files.items():
         if result.failure:
             verdicts[(path, "*")] = ("tool failure", result.failure)
             continue

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.corpus.ci import ci_ids, row_id
+from tests.corpus.ci import ci_ids, lens_verdicts, row_id
 from tests.corpus.corpus import Corpus
-from tests.corpus.harness import Outcome
+from tests.corpus.harness import Outcome, verdicts_of
 from tests.corpus.judge import AGREE, NOT_JUDGED, Row
 
 pytestmark = pytest.mark.corpus
@@ -49,3 +49,17 @@ def test_agrees_with_the_plain_exporter(corpus_ci: Corpus, corpus_ci_outcome: Ou
     if row.agreement == NOT_JUDGED:
         pytest.skip(f"not judged: {row.detail}")
     assert row.agreement == AGREE, _explain(row)
+
+
+def test_warm_imports_change_no_verdict(corpus_ci: Corpus, corpus_ci_outcome: Outcome) -> None:
+    """Speed never changes a verdict: the files whose checks import installed packages
+    (transformers, torchvision), checked with the worker importing those packages ahead of
+    each next check (the default, as in the agreement above: the files of one root share a
+    worker) and without (``ONNXLENS_SHORTCUTS_OFF=warm-imports``), give the same verdicts."""
+    chosen = corpus_ci.select(lambda f, t: f.source in ("transformers", "torchvision"))
+    assert len(chosen.files) >= 2
+    paths = {str(f.path) for f in chosen.files}
+    warm = verdicts_of({path: result for path, result in corpus_ci_outcome.lens_files.items()
+                        if path in paths})
+    cold = lens_verdicts(chosen, {"ONNXLENS_SHORTCUTS_OFF": "warm-imports"})
+    assert cold == warm

@@ -13,8 +13,9 @@ from exporter import shortcuts
 from exporter.session import ExportSession
 from tests.conftest import FIXTURES, REPO
 
-# result-reuse belongs to the language server: tests/lsp/test_reuse.py switches it off.
-CHECK_SHORTCUTS = sorted(set(shortcuts.SHORTCUTS) - {"result-reuse"})
+# result-reuse belongs to the language server (tests/lsp/test_reuse.py switches it off) and
+# warm-imports to the export worker (tests/corpus/test_corpus.py, tests/lsp/test_warm_imports.py)
+CHECK_SHORTCUTS = sorted(set(shortcuts.SHORTCUTS) - {"result-reuse", "warm-imports"})
 
 
 def _files() -> list[tuple[Path, Path]]:
