@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +28,30 @@ from exporter.targets import Target, discover
 
 
 @dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` (1-based) of ``count``: a split of the targets for CI matrices that
+    every machine computes alike, by a hash of each target's path relative to the workspace
+    and its name (a file's own diagnostics, by its path alone)."""
+
+    index: int
+    count: int
+
+    def holds(self, workspace: Path, path: Path, target: str) -> bool:
+        try:
+            relative = path.relative_to(workspace).as_posix()
+        except ValueError:
+            relative = path.as_posix()
+        return zlib.crc32(f"{relative}::{target}".encode()) % self.count == self.index - 1
+
+
+@dataclass(frozen=True)
 class BatchOptions:
     workspace: Path
     settings: CheckSettings
     timeout: float | None  # seconds per target; None: no limit
     memory_limit_mb: int | None
     jobs: int
+    shard: Shard | None = None
 
 
 @dataclass
@@ -72,7 +91,9 @@ async def _check_files(files: list[Path], options: BatchOptions,
     client = WorkerClient(python=python, spare=False)
     await client.start()
     try:
-        entries = [_discover(path) for path in files]  # while the worker warms up
+        # while the worker warms up
+        entries = [entry for entry in (_discover(path) for path in files)
+                   if options.shard is None or _keep_shard(entry, options)]
         ready = await client.wait_ready()
         limits = Limits(options.timeout, options.memory_limit_mb)
         slots = asyncio.Semaphore(max(1, options.jobs))
@@ -150,6 +171,17 @@ async def _until_done_or_interrupted(tasks: list[asyncio.Future[None]]) -> bool:
     return interrupted
 
 
+def _keep_shard(entry: _File, options: BatchOptions) -> bool:
+    """Leave in ``entry`` what the shard holds; whether anything is left."""
+    shard, workspace = options.shard, options.workspace.resolve()
+    assert shard is not None
+    entry.targets = [t for t in entry.targets if shard.holds(workspace, entry.path, t.name)]
+    entry.done = [None] * len(entry.targets)
+    if not shard.holds(workspace, entry.path, ""):
+        entry.result.file_diagnostics = []
+    return bool(entry.targets or entry.result.file_diagnostics)
+
+
 def _discover(path: Path) -> _File:
     path = path.resolve()
     result = CheckResult(files=[path])
@@ -162,4 +194,4 @@ def _discover(path: Path) -> _File:
     return _File(path, result, list(found.targets), [None] * len(found.targets))
 
 
-__all__ = ["BatchOptions", "BatchResult", "WorkerUnavailable", "check_files"]
+__all__ = ["BatchOptions", "BatchResult", "Shard", "WorkerUnavailable", "check_files"]

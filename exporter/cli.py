@@ -127,6 +127,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--jobs", "-j", type=_job_count, default=None, metavar="N",
                        help="check N targets at once, each in its own process (default: the "
                        "number of CPU cores)")
+    check.add_argument("--shard", type=_shard, default=None, metavar="I/N",
+                       help="check only shard I of N (1-based): a split of the targets that "
+                       "every machine computes alike, for CI matrices; the SARIF category "
+                       "becomes onnxlens/shard-I-of-N unless --category is given")
     check.add_argument("--absolute-paths", action="store_true",
                        help="SARIF: record the root's absolute path (originalUriBaseIds)")
     check.add_argument("--category", type=_category, default=None, metavar="NAME",
@@ -272,6 +276,16 @@ def _job_count(text: str) -> int:
     return value
 
 
+def _shard(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not I/N (e.g. 1/4): {text!r}")
+    index, count = int(match[1]), int(match[2])
+    if not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"I must be between 1 and N: {text!r}")
+    return index, count
+
+
 def _size(text: str) -> int:
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?i?B?)?\s*", text, re.I)
     if not match:
@@ -383,7 +397,7 @@ def _check_output_path(path: Path) -> None:
 # -- check -----------------------------------------------------------------------------------
 
 def _check(args: argparse.Namespace) -> int:
-    from export_worker.batch import BatchOptions, WorkerUnavailable, check_files
+    from export_worker.batch import BatchOptions, Shard, WorkerUnavailable, check_files
     from export_worker.messages import CheckSettings
 
     for output in (args.output, args.sarif_file):
@@ -407,7 +421,8 @@ def _check(args: argparse.Namespace) -> int:
     memory = args.memory_limit_mb or config.get("memory-limit-mb")
     options = BatchOptions(root, CheckSettings(config.get("opset"), config.get("atol"),
                                                config.get("rtol")),
-                           timeout or None, memory, args.jobs or os.cpu_count() or 1)
+                           timeout or None, memory, args.jobs or os.cpu_count() or 1,
+                           Shard(*args.shard) if args.shard else None)
     select = args.select or config.get("select")
     ignore = args.ignore or config.get("ignore")
     streaming = args.format == "text" and args.output is None
@@ -521,7 +536,9 @@ def _render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
 
         filtered = CheckResult(files=result.files,
                                file_diagnostics=sorted(diagnostics, key=sort_key))
-        category = args.category or DEFAULT_CATEGORY
+        category = args.category or (
+            f"{DEFAULT_CATEGORY}/shard-{args.shard[0]}-of-{args.shard[1]}" if args.shard
+            else DEFAULT_CATEGORY)
         return json.dumps(sarif_dict(filtered, root, absolute_root=args.absolute_paths,
                                      category=category), indent=2) + "\n"
     if report_format == "github":

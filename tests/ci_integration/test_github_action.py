@@ -71,17 +71,31 @@ def test_the_steps_call_only_documented_commands_and_options():
         assert f"{option} " in help_text and option in readme, option
 
 
-def test_the_readmes_workflow_uses_the_actions_inputs_and_documented_options():
+def readme_action_steps() -> list[dict]:
+    """Every step of the README's workflow examples that uses the action."""
+    readme = (REPO / "README.md").read_text()
+    steps = []
+    for block in re.findall(r"```yaml\n(.*?)```", readme, re.S):
+        if "OWNER/onnxlens@" not in block:
+            continue
+        loaded = yaml.safe_load(block)
+        jobs = loaded["jobs"].values() if "jobs" in loaded else [loaded]
+        steps += [s for job in jobs for s in job["steps"]
+                  if re.fullmatch(r"OWNER/onnxlens@v[\d.]+", s.get("uses", ""))]
+    return steps
+
+
+def test_the_readmes_workflows_use_the_actions_inputs_and_documented_options():
     workflow = yaml.safe_load(readme_block("# .github/workflows/onnxlens.yml"))
     [job] = workflow["jobs"].values()
-    [step] = [s for s in job["steps"] if re.fullmatch(r"OWNER/onnxlens@v[\d.]+",
-                                                      s.get("uses", ""))]
-    assert set(step["with"]) <= set(ACTION["inputs"])
-    if step["with"].get("upload-sarif") is True:
-        assert job["permissions"]["security-events"] == "write"
+    assert job["permissions"]["security-events"] == "write"  # for upload-sarif
+    steps = readme_action_steps()
+    assert len(steps) == 2  # the workflow and the sharded matrix
     help_text = onnxlens_help("check")
-    for option in re.findall(r"(--[\w-]+)", step["with"].get("args", "")):
-        assert f"{option} " in help_text, option
+    for step in steps:
+        assert set(step["with"]) <= set(ACTION["inputs"])
+        for option in re.findall(r"(--[\w-]+)", step["with"].get("args", "")):
+            assert f"{option} " in help_text, option
 
 
 def run_check_step(workspace: Path, path_dirs: list[Path], **inputs: str

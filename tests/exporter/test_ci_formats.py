@@ -102,3 +102,31 @@ def test_sarif_file_and_output_must_differ(tmp_path, capsys):
                  "--output", str(same), "--sarif-file", str(same)]) == 2
     assert "--output and --sarif-file both name" in capsys.readouterr().err
     assert not same.exists()
+
+
+def test_shards_split_the_targets_and_findings_of_a_whole_run(tmp_path, capsys):
+    """``--shard I/N``: every target in exactly one shard, each shard's findings those of
+    the whole run for its targets, and each SARIF run its own category."""
+    paths = [str(FIXTURES / name) for name in ("clean", "no_translation", "mixed")]
+
+    def run(*extra: str) -> dict:
+        report = tmp_path / f"report{len(list(tmp_path.iterdir()))}.sarif"
+        main(["check", *paths, "--root", str(FIXTURES), "--format", "sarif", "-o",
+              str(report), *extra])
+        return json.loads(report.read_text())["runs"][0]
+
+    def findings(run_log: dict) -> list[tuple]:
+        return sorted((r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]
+                       ["uri"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+                      for r in run_log["results"])
+
+    whole = run()
+    shards = [run("--shard", f"{index}/2") for index in (1, 2)]
+    assert [s["automationDetails"]["id"] for s in shards] == [
+        "onnxlens/shard-1-of-2/", "onnxlens/shard-2-of-2/"]
+    assert sorted(findings(shards[0]) + findings(shards[1])) == findings(whole)
+    assert findings(shards[0]) and findings(shards[1])  # both shards hold something here
+    assert run("--shard", "2/2", "--category", "gpu")["automationDetails"]["id"] == "gpu/"
+    with pytest.raises(SystemExit):
+        main(["check", paths[0], "--shard", "3/2"])
+    assert "I must be between 1 and N" in capsys.readouterr().err
