@@ -130,8 +130,9 @@ def _overload_data(overload: Any) -> dict[str, Any]:
 def _translate_publicly(ctx: CheckContext, opset: int) -> None:
     try:
         onnx_program = torch_compat.public_export(
-            ctx.need_captured().program, (), {}, optimize=ctx.settings.optimize,
-            opset_version=opset,
+            ctx.need_captured().program, (), {},
+            # weights="none": the optimizer folds constants, which needs their values
+            optimize=ctx.settings.optimize and not ctx.weightless, opset_version=opset,
             custom_translation_table=ctx.option("custom_translation_table"),
             input_names=ctx.option("input_names"), output_names=ctx.option("output_names"),
         )
