@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from export_worker.messages import (
     Cancel,
@@ -21,6 +22,7 @@ from export_worker.messages import (
     JobDone,
     JobFailed,
     JobOutcome,
+    JobProgress,
     JobRequest,
     Missing,
     Ready,
@@ -46,6 +48,10 @@ LIVENESS_SECONDS = float(os.environ.get("ONNXLENS_WORKER_LIVENESS_SECONDS", "20"
 DEADLINE_GRACE_SECONDS = 30.0
 
 
+#: receives a ``JobProgress`` result: what a check found so far
+ProgressHandler = Callable[[dict[str, Any]], None]
+
+
 class WorkerUnavailable(Exception):
     """The worker could not start (e.g. torch is missing); the message says why."""
 
@@ -62,6 +68,7 @@ class WorkerClient:
         self.process: asyncio.subprocess.Process | None = None
         self.ready: asyncio.Future[Ready] | None = None
         self.pending: dict[str, asyncio.Future[JobOutcome]] = {}
+        self.progress_handlers: dict[str, ProgressHandler] = {}
         self.status_waiters: dict[str, asyncio.Future[WorkerStatus]] = {}
         self._ids = itertools.count(1)
         self._tasks: list[asyncio.Task[None]] = []
@@ -149,7 +156,12 @@ class WorkerClient:
             waiter = self.status_waiters.pop(message.id, None)
             if waiter is not None and not waiter.done():
                 waiter.set_result(message)
+        elif isinstance(message, JobProgress):
+            handler = self.progress_handlers.get(message.id)
+            if handler is not None and message.id in self.pending:
+                handler(message.result)
         elif isinstance(message, (JobDone, JobFailed)):
+            self.progress_handlers.pop(message.id, None)
             future = self.pending.pop(message.id, None)
             if future is not None and not future.done():
                 future.set_result(message)
@@ -164,6 +176,7 @@ class WorkerClient:
             if not future.done():
                 future.set_result(JobFailed(job_id, "worker-lost", detail))
         self.pending.clear()
+        self.progress_handlers.clear()
         self.process = None
         if not self._stopping and not self.missing:
             self.on_state("down")
@@ -219,40 +232,47 @@ class WorkerClient:
         process.stdin.write(encode(message))
         await process.stdin.drain()
 
-    async def submit(self, request: JobRequest) -> JobOutcome:
+    async def submit(self, request: JobRequest,
+                     on_progress: ProgressHandler | None = None) -> JobOutcome:
         """Run a job; on cancellation of the awaiting task the job process is killed. A job
         whose worker died under it runs once more in a new worker: the worker's death says
-        nothing about the model (a second one does)."""
-        outcome = await self._submit_once(request)
+        nothing about the model (a second one does). ``on_progress`` gets each
+        ``JobProgress`` result (``request.progress``) before the outcome."""
+        outcome = await self._submit_once(request, on_progress)
         if isinstance(outcome, JobFailed) and outcome.failure == "worker-lost" \
                 and not self._stopping:
             log.info("the worker was lost during %s; running it again", request.target)
             await self.start()
             try:
-                outcome = await self._submit_once(request)
+                outcome = await self._submit_once(request, on_progress)
             except WorkerUnavailable as error:
                 return JobFailed(outcome.id, "worker-lost", str(error))
             if isinstance(outcome, JobFailed) and outcome.failure == "worker-lost":
                 outcome = replace(outcome, detail=f"{outcome.detail}, twice")
         return outcome
 
-    async def _submit_once(self, request: JobRequest) -> JobOutcome:
+    async def _submit_once(self, request: JobRequest,
+                           on_progress: ProgressHandler | None) -> JobOutcome:
         await self.wait_ready()
         job_id = f"job-{next(self._ids)}"
         future: asyncio.Future[JobOutcome] = asyncio.get_running_loop().create_future()
         self.pending[job_id] = future
+        if on_progress is not None:
+            self.progress_handlers[job_id] = on_progress
         deadline = request.timeout + DEADLINE_GRACE_SECONDS if request.timeout else None
         try:
             await self._send(replace(request, id=job_id))
             return await asyncio.wait_for(asyncio.shield(future), deadline)
         except asyncio.TimeoutError:  # the worker did not enforce the job's own timeout
             self.pending.pop(job_id, None)
+            self.progress_handlers.pop(job_id, None)
             with contextlib.suppress(WorkerUnavailable, ConnectionError):
                 await self._send(Cancel(job_id))
             return JobFailed(job_id, "timeout", "the worker did not stop the job in time",
                              float(deadline or 0))
         except asyncio.CancelledError:
             self.pending.pop(job_id, None)
+            self.progress_handlers.pop(job_id, None)
             with contextlib.suppress(WorkerUnavailable, ConnectionError):
                 await self._send(Cancel(job_id))
             raise
@@ -275,6 +295,7 @@ class WorkerClient:
             if not future.done():
                 future.set_result(JobFailed(job_id, "cancelled", "the worker stopped"))
         self.pending.clear()
+        self.progress_handlers.clear()
         for task in self._tasks:
             task.cancel()
 

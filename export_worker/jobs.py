@@ -7,7 +7,9 @@ memory blow-up takes down only that process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from export_worker.inputs import InputRecorder
 from export_worker.messages import JobAnswer, JobRequest
@@ -17,8 +19,12 @@ from exporter.serialize import diagnostic_to_data, result_to_data
 from exporter.session import ExportSession
 from exporter.sourcetext import set_overlay
 
+#: the stages whose findings a check with ``progress`` reports as soon as they end
+EARLY_STAGES = ("capture", "translate")
 
-def run_job(session: ExportSession, request: JobRequest) -> JobAnswer:
+
+def run_job(session: ExportSession, request: JobRequest,
+            progress: Callable[[dict[str, Any]], None] | None = None) -> JobAnswer:
     path = Path(request.file)
     if request.text is not None:
         set_overlay(path, request.text)
@@ -34,7 +40,12 @@ def run_job(session: ExportSession, request: JobRequest) -> JobAnswer:
     target = next((t for t in found.targets if t.name == request.target), None)
     if target is None:
         return JobAnswer(error=f"no export target {request.target!r} in {path.name}")
-    context, target_result = session.run_target(target, Path(request.workspace))
+    def stage_done(partial: TargetResult) -> None:
+        if progress is not None and partial.stages[-1].name in EARLY_STAGES \
+                and partial.diagnostics:
+            progress(result_to_data(CheckResult(targets=[partial], files=[path])))
+
+    context, target_result = session.run_target(target, Path(request.workspace), stage_done)
     result = CheckResult(targets=[target_result], files=[path])
     if request.kind == "check":
         return JobAnswer(result=result_to_data(result),

@@ -48,6 +48,9 @@ class JobRequest:
     threshold: int | None = None  # save: external data from this size on
     optimize: bool = True  # save: onnxscript's optimizer, as torch.onnx.export
     repeat: int = 20  # run: timed runs
+    #: check: report what the capture and translate stages found as soon as each ends
+    #: (``JobProgress``), before the answer
+    progress: bool = False
     id: str = ""  # set by the client
 
 
@@ -110,6 +113,15 @@ class JobDone:
 
 
 @dataclass(frozen=True)
+class JobProgress:
+    """What a check found so far (``result``: one target, serialized as in ``JobAnswer``);
+    its answer follows."""
+
+    id: str
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class JobFailed:
     id: str
     failure: FailureKind
@@ -141,13 +153,13 @@ class WorkerStatus:
 
 
 Request = JobRequest | Cancel | StatusQuery | Shutdown
-Event = Ready | Missing | JobDone | JobFailed | WorkerStatus
+Event = Ready | Missing | JobProgress | JobDone | JobFailed | WorkerStatus
 Message = Request | Event
 JobOutcome = JobDone | JobFailed
 
 _TYPES: dict[str, type] = {cls.__name__: cls for cls in (
-    JobRequest, Cancel, StatusQuery, Shutdown, Ready, Missing, JobDone, JobFailed,
-    WorkerStatus)}
+    JobRequest, Cancel, StatusQuery, Shutdown, Ready, Missing, JobProgress, JobDone,
+    JobFailed, WorkerStatus)}
 
 
 class DecodeError(ValueError):
@@ -200,14 +212,37 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def answer_to_bytes(answer: JobAnswer) -> bytes:
-    """What a job process writes to its pipe (the worker wraps it into ``JobDone``)."""
-    return json.dumps(dataclasses.asdict(answer)).encode()
+    """The answer's line on a job's pipe (the worker wraps it into ``JobDone``)."""
+    return b"A" + json.dumps(dataclasses.asdict(answer)).encode() + b"\n"
 
 
-def answer_from_bytes(data: bytes) -> JobAnswer | None:
-    """None for anything but a whole answer (a job process that died while writing)."""
-    try:
-        answer: JobAnswer = _build(JobAnswer, json.loads(data))
-        return answer
-    except (ValueError, TypeError, AttributeError):
-        return None
+def progress_to_bytes(result: dict[str, Any]) -> bytes:
+    """A ``JobProgress`` line on a job's pipe, before its answer."""
+    return b"P" + json.dumps(result).encode() + b"\n"
+
+
+@dataclass
+class JobOutput:
+    """What a job process wrote to its pipe, read line by line: progress, then the answer."""
+
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    answer: JobAnswer | None = None
+    malformed: bool = False
+
+
+def read_job_lines(buffer: bytearray) -> JobOutput:
+    """Take the whole lines out of ``buffer`` (what is left is a line still being written)."""
+    output = JobOutput()
+    while (end := buffer.find(b"\n")) >= 0:
+        line = bytes(buffer[:end])
+        del buffer[:end + 1]
+        try:
+            if line.startswith(b"P"):
+                output.progress.append(json.loads(line[1:]))
+            elif line.startswith(b"A"):
+                output.answer = _build(JobAnswer, json.loads(line[1:]))
+            else:
+                output.malformed = True
+        except (ValueError, TypeError, AttributeError):
+            output.malformed = True
+    return output

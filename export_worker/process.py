@@ -44,6 +44,7 @@ from export_worker.messages import (
     JobDone,
     JobFailed,
     JobProcess,
+    JobProgress,
     JobRequest,
     Missing,
     Ready,
@@ -51,10 +52,11 @@ from export_worker.messages import (
     SpareProcess,
     StatusQuery,
     WorkerStatus,
-    answer_from_bytes,
     answer_to_bytes,
     decode,
     encode,
+    progress_to_bytes,
+    read_job_lines,
 )
 from export_worker.warm_imports import RESTART_STATUS, WarmImports, library_modules
 
@@ -74,7 +76,8 @@ class Job:
     started: float
     deadline: float | None
     memory_limit: int | None
-    output: bytearray = field(default_factory=bytearray)
+    output: bytearray = field(default_factory=bytearray)  # a line still being written
+    answer: JobAnswer | None = None
     failure: FailureKind | None = None
     peak_rss: int = 0
 
@@ -251,8 +254,12 @@ class Worker:
         from export_worker.jobs import run_job
 
         before = set(sys.modules)
+
+        def progress(result: dict[str, Any]) -> None:
+            _write_all(pipe, progress_to_bytes(result))
+
         try:
-            answer = run_job(self.session, request)
+            answer = run_job(self.session, request, progress if request.progress else None)
             answer = dataclasses.replace(answer, library_imports=library_modules(before))
         except BaseException as error:
             answer = JobAnswer(error="".join(traceback.format_exception_only(type(error), error))
@@ -344,6 +351,10 @@ class Worker:
             return
         if chunk:
             job.output.extend(chunk)
+            lines = read_job_lines(job.output)
+            for result in lines.progress:
+                self.send(JobProgress(job.id, result))
+            job.answer = lines.answer or job.answer
             return
         self._finish(job)
         self.warm_imports.import_pending()  # before the next fork, spare or job
@@ -359,7 +370,7 @@ class Worker:
         if job.failure is not None:
             self.send(JobFailed(job.id, job.failure, "", seconds, peak_mb))
             return
-        answer = answer_from_bytes(bytes(job.output)) if job.output else None
+        answer = job.answer
         if answer is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
             self.send(JobFailed(job.id, "crashed", _describe_status(status), seconds, peak_mb))
         else:

@@ -89,13 +89,20 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def run_pipeline(ctx: CheckContext) -> TargetResult:
+def run_pipeline(ctx: CheckContext,
+                 stage_done: Callable[[TargetResult], None] | None = None) -> TargetResult:
+    """Every stage in order; ``stage_done`` gets the result so far after each (the language
+    server shows what capture and translate found before the check ends)."""
     result = TargetResult(ctx.target.name, ctx.target.path, ctx.target.definition)
     started = time.perf_counter()
     try:
         with _time_limit(ctx.settings.timeout):
             for stage in STAGES:
                 result.stages.append(_run_stage(stage, ctx))
+                if stage_done is not None:
+                    stage_done(TargetResult(
+                        result.name, result.path, result.definition, list(result.stages),
+                        sorted(merge_duplicates(ctx.diagnostics), key=sort_key)))
     except CheckTimeout as timeout:
         stage = STAGES[len(result.stages)]
         result.stages.append(StageStatus(stage.name, StageState.FAILED,

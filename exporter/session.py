@@ -87,13 +87,16 @@ class ExportSession:
     def check_target(self, target: Target, workspace: Path) -> TargetResult:
         return self.run_target(target, workspace)[1]
 
-    def run_target(self, target: Target, workspace: Path) -> tuple[CheckContext, TargetResult]:
-        """Check a target and keep its context (model, ONNX program, session) for save/run."""
+    def run_target(self, target: Target, workspace: Path,
+                   stage_done: Callable[[TargetResult], None] | None = None
+                   ) -> tuple[CheckContext, TargetResult]:
+        """Check a target and keep its context (model, ONNX program, session) for save/run;
+        ``stage_done`` gets the result so far after each stage."""
         from exporter.pipeline import run_pipeline
 
         with isolated_import_path(target.path, workspace):
             context = CheckContext(target, workspace, self, settings=self.settings)
-            return context, run_pipeline(context)
+            return context, run_pipeline(context, stage_done)
 
     def check_file(self, path: Path, workspace: Path | None = None,
                    names: Iterable[str] | None = None) -> CheckResult:

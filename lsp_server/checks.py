@@ -7,12 +7,14 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from export_worker.messages import JobOutcome
 from export_worker.outcomes import JobCancelled, Limits, target_result
 from exporter.diagnostics import merge_duplicates
 from exporter.result import CheckResult, TargetResult
+from exporter.serialize import result_from_data
 from exporter.sourcetext import decoding_problem, split_lines
 from exporter.suppressions import apply_suppressions
 from exporter.targets import Target, discover
@@ -101,8 +103,22 @@ class Checker:
         progress = await server.progress_begin(f"Checking {path.name}",
                                                f"{len(found.targets)} export target(s)")
         cancelled = progress.cancelled if progress else None
+        current = asyncio.current_task()
+        early: dict[str, TargetResult] = {}
+
+        def found_early(target: Target, data: dict[str, Any]) -> None:
+            """What capture or translate found, shown while the check goes on; never for a
+            request a newer one superseded."""
+            if state.requested_version != version or self.tasks.get(uri) is not current:
+                return
+            (early[target.name],) = result_from_data(data).targets
+            self._publish(uri, version, self._with_suppressions(
+                CheckResult(targets=list(early.values()),
+                            file_diagnostics=list(found.diagnostics), files=[path]),
+                found.targets, text), final=False)
+
         try:
-            jobs = [self._run_target(text, target) for target in found.targets]
+            jobs = [self._run_target(text, target, found_early) for target in found.targets]
             gathered = asyncio.gather(*jobs)
             if cancelled is not None:
                 cancelled.add_done_callback(lambda _: gathered.cancel())
@@ -124,19 +140,27 @@ class Checker:
             return  # a newer request superseded this one
         result = CheckResult(targets=list(results), file_diagnostics=list(found.diagnostics),
                              files=[path])
-        # the comments of the text that was checked (later edits bring their own check)
+        self._publish(uri, version, self._with_suppressions(result, found.targets, text))
+
+    def _with_suppressions(self, result: CheckResult, targets: list[Target],
+                           text: str) -> CheckResult:
+        """``result`` with its suppression comments applied: those of the text that was
+        checked (later edits bring their own check)."""
+        path = result.files[0]
         checked = tuple(split_lines(text))
         result.file_diagnostics += apply_suppressions(
-            result, found.targets,
-            lambda file: checked if file == path else self.server.lines_of(file))
-        self._publish(uri, version, result)
+            result, targets, lambda file: checked if file == path else self.server.lines_of(file))
+        return result
 
-    async def _run_target(self, text: str, target: Target) -> TargetResult:
-        request = self.server.job_request("check", target, text)
+    async def _run_target(self, text: str, target: Target,
+                          found_early: Callable[[Target, dict[str, Any]], None]
+                          ) -> TargetResult:
+        request = self.server.job_request("check", target, text, progress=True)
         worker = f"{self.server.worker.pid}/{self.server.worker.restarts}"
         outcome: JobOutcome | None = self.results.get(request, worker)
         if outcome is None:
-            outcome = await self.server.submit(request)
+            outcome = await self.server.submit(request,
+                                               lambda data: found_early(target, data))
             self.results.put(request, worker, outcome)
             log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
         else:
@@ -148,15 +172,26 @@ class Checker:
         except JobCancelled:
             raise asyncio.CancelledError from None
 
-    def _publish(self, uri: str, version: int | None, result: CheckResult) -> None:
-        log.debug("check published: %s v%s", uri, version)
-        state = self.state(uri)
-        state.targets = {t.name: t for t in result.targets}
-        state.version = version
+    def _publish(self, uri: str, version: int | None, result: CheckResult,
+                 final: bool = True) -> None:
+        """Show ``result``'s diagnostics; a ``final`` one also becomes the document's state
+        (CodeLens, hover, the SARIF log). An early one with nothing to show is not
+        published: the previous diagnostics stay until the check ends."""
         diagnostics = self.server.filter(merge_duplicates(result.diagnostics))
+        if not final:
+            if not diagnostics:
+                return
+            # marked for clients that tell a check's result from what it found so far
+            diagnostics = [replace(d, data={**d.data, "early": True}) for d in diagnostics]
+        log.debug("check published: %s v%s%s", uri, version, "" if final else " (early)")
+        if final:
+            state = self.state(uri)
+            state.targets = {t.name: t for t in result.targets}
+            state.version = version
         self.server.replace_diagnostics(uri, version, diagnostics)
-        self.server.refresh_code_lens()
-        self.server.after_check()
+        if final:
+            self.server.refresh_code_lens()
+            self.server.after_check()
 
 
 async def with_progress(server: OnnxLensServer, title: str,

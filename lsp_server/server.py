@@ -17,7 +17,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
-from export_worker.client import WorkerClient, WorkerUnavailable
+from export_worker.client import ProgressHandler, WorkerClient, WorkerUnavailable
 from export_worker.messages import CheckSettings, JobKind, JobOutcome, JobRequest
 from exporter import __version__
 from exporter.config import find_root, load_config
@@ -246,9 +246,10 @@ class OnnxLensServer(LanguageServer):
                           settings=CheckSettings(settings.opset, settings.atol, settings.rtol),
                           record_inputs=kind == "check", **extra)
 
-    async def submit(self, request: JobRequest) -> JobOutcome:
+    async def submit(self, request: JobRequest,
+                     on_progress: ProgressHandler | None = None) -> JobOutcome:
         try:
-            return await self.worker.submit(request)
+            return await self.worker.submit(request, on_progress)
         except WorkerUnavailable as error:
             from export_worker.messages import JobFailed
 

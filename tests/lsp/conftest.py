@@ -83,12 +83,15 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 90.0,
 async def diagnostics_for(client: LanguageClient, uri: str,
                           expect: Callable[[list[types.Diagnostic]], bool] | None = None,
                           timeout: float = 90.0) -> list[types.Diagnostic]:
-    """Wait until the client holds diagnostics for ``uri`` (matching ``expect``)."""
+    """Wait until the client holds a check's diagnostics for ``uri`` (matching ``expect``):
+    not those published early, while the check still runs (``data.early``)."""
 
     def ready() -> Any:
         if uri not in client.diagnostics:
             return None
         found = list(client.diagnostics[uri])
+        if any(isinstance(d.data, dict) and d.data.get("early") for d in found):
+            return None
         return (found,) if expect is None or expect(found) else None
 
     (found,) = await wait_for(ready, timeout, f"diagnostics of {uri}")

@@ -61,11 +61,13 @@ async def client(lsp_client: LanguageClient, tmp_path):
 
 
 async def _published(client: LanguageClient, publishes: list, uri: str, action) -> list[str]:
-    """Do ``action`` and wait for the next diagnostics of ``uri``; their rules."""
+    """Do ``action`` and wait for the next check result of ``uri`` (not what a check
+    published early, ``data.early``); its rules."""
     before = len(publishes)
     action()
-    await wait_for(lambda: any(p.uri == uri for p in publishes[before:]),
-                   what=f"diagnostics of {uri}")
+    await wait_for(lambda: any(p.uri == uri and not any(
+        isinstance(d.data, dict) and d.data.get("early") for d in p.diagnostics)
+        for p in publishes[before:]), what=f"diagnostics of {uri}")
     return sorted(str(d.code) for d in client.diagnostics.get(uri, []))
 
 

@@ -21,6 +21,7 @@ from tests.lsp.conftest import (
     handle_refreshes,
     initialize_params,
     open_file,
+    record_publishes,
     server_status,
     wait_for,
 )
@@ -89,3 +90,23 @@ async def test_cancel_from_the_progress_ui(client: LanguageClient):
         assert await diagnostics_for(client, uri) == []
     finally:
         close_file(client, uri)
+
+
+async def test_what_capture_and_translate_find_is_shown_before_the_check_ends(
+        client: LanguageClient):
+    """The mixed fixture: capture finds a data-dependent branch (ONNX101), translate two
+    operators without a translation (ONNX201); each is published as its stage ends, while
+    the later stages still run, and the check's final publish holds all three."""
+    publishes = record_publishes(client)
+    uri = open_file(client, FIXTURES / "mixed" / "model.py")
+
+    def mine() -> list[list[tuple[str, int]]]:
+        return [sorted((str(d.code), d.range.start.line + 1) for d in p.diagnostics)
+                for p in publishes if p.uri == uri]
+
+    everything = [("ONNX101", 8), ("ONNX201", 7), ("ONNX201", 10)]
+    await wait_for(lambda: len(mine()) >= 3, what="three publishes")
+    assert mine()[0] == [("ONNX101", 8)]  # capture's, before translate ran
+    assert mine()[1] == everything  # translate's, before validate and the rest
+    assert mine()[2] == everything  # the check's result
+    close_file(client, uri)
