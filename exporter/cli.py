@@ -29,11 +29,11 @@ from exporter.report import (
 )
 from exporter.rules import RULES
 from exporter.settings_schema import DEFAULT_EXCLUDE
+from exporter.source_files import might_have_targets, python_files_below
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # SIGINT or SIGTERM: the report holds what was checked before
 DEFAULT_TIMEOUT_SECONDS = 300.0
-_TARGET_MARKERS = ("onnx-export", "ExportableModule")
 
 
 class UsageError(Exception):
@@ -355,23 +355,8 @@ def _python_files(paths: list[Path], root: Path, excluded: list[str],
             if not (force_exclude and is_excluded(parts, excluded)):
                 files.append(path)
             continue
-        for candidate in sorted(path.rglob("*.py")):
-            below = candidate.relative_to(path).parts
-            resolved = candidate.resolve()
-            from_root = resolved.relative_to(root).parts if resolved.is_relative_to(root) \
-                else below
-            if is_excluded(below, excluded, from_root):
-                continue
-            files.append(candidate)
+        files.extend(python_files_below(path, root, excluded))
     return files
-
-
-def _might_have_targets(path: Path) -> bool:
-    try:
-        text = path.read_bytes()
-    except OSError:
-        return True  # let the check report why it cannot read the file
-    return any(marker.encode() in text for marker in _TARGET_MARKERS)
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -412,7 +397,7 @@ def _check(args: argparse.Namespace) -> int:
     excluded = [*(args.exclude or config.get("exclude", list(DEFAULT_EXCLUDE))),
                 *config.get("extend-exclude", []), *(args.extend_exclude or [])]
     files = [path for path in _python_files(args.paths, root, excluded, args.force_exclude)
-             if _might_have_targets(path)]
+             if might_have_targets(path)]
     severity = {**config.get("severity", {}), **(args.severity or {})}
     timeout = args.timeout if args.timeout is not None else config.get(
         "timeout", DEFAULT_TIMEOUT_SECONDS)

@@ -124,6 +124,14 @@ SETTINGS = (
             pyproject="memory-limit-mb", cli="--memory-limit-mb", minimum=256,
             cli_default="no limit",
             maximum=1024 * 1024),
+    Setting("maxConcurrentChecks", "int", 0, "checks that run at once; the rest wait, the "
+            "document in front of you first (0: the number of cores)", minimum=0, maximum=256),
+    Setting("memoryBudgetMB", "int", 0, "a check starts only while the memory the running "
+            "ones are expected to need leaves room for it (0: half the memory available when "
+            "the server starts)", minimum=0, maximum=1024 * 1024),
+    Setting("diagnosticMode", "choice", "openFiles", "`openFiles` or `workspace` (every "
+            "target in the workspace, checked in the background)",
+            choices=("openFiles", "workspace")),
     Setting("atol", "float", None, "absolute tolerance against PyTorch (unset: by dtype)",
             pyproject="atol", minimum=0, nullable=True),
     Setting("rtol", "float", None, "relative tolerance against PyTorch (unset: by dtype)",

@@ -18,13 +18,15 @@ from exporter.serialize import result_from_data
 from exporter.sourcetext import decoding_problem, split_lines
 from exporter.suppressions import apply_suppressions
 from exporter.targets import Target, discover
+from lsp_server.admission import UNMEASURED_CHECK_MB, CheckQueue, Priority
 from lsp_server.reuse import ResultCache
 from lsp_server.store import DocumentState
 
 if TYPE_CHECKING:
-    from lsp_server.server import OnnxLensServer
+    from lsp_server.server import OnnxLensServer, Progress
 
 log = logging.getLogger(__name__)
+
 
 class Checker:
     def __init__(self, server: OnnxLensServer) -> None:
@@ -33,6 +35,27 @@ class Checker:
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.timers: dict[str, asyncio.TimerHandle] = {}
         self.results = ResultCache()
+        self.queue = CheckQueue(self._priority, self._queue_changed)
+        #: each target's peak memory in its last check: what its next check is expected to need
+        self.expected_mb: dict[tuple[str, str], int] = {}
+        self._progress: dict[str, tuple[Progress, str]] = {}  # uri -> (progress, its message)
+        self._positions: dict[str, int | None] = {}
+
+    def _priority(self, uri: str) -> Priority:
+        return self.server.focus.priority(uri, uri in self.server.workspace.text_documents)
+
+    def _queue_changed(self) -> None:
+        """A document's place in the queue shows in its CodeLens and its progress."""
+        positions = {uri: self.queue.position(uri) for uri in self.tasks}
+        if positions != self._positions:
+            self._positions = positions
+            self.server.refresh_code_lens()
+        for uri, (progress, shown) in list(self._progress.items()):
+            place = positions.get(uri)
+            message = f"queued (#{place})" if place is not None else "checking"
+            if message != shown:
+                self._progress[uri] = (progress, message)
+                self.server.progress_report(progress, message)
 
     def state(self, uri: str) -> DocumentState:
         return self.documents.setdefault(uri, DocumentState())
@@ -100,9 +123,15 @@ class Checker:
         state.checking = True
         server.notify_state()
         server.refresh_code_lens()
+        # a file nobody opened is checked in the background (workspace-wide mode), without
+        # a progress of its own: the workspace check has one
         progress = await server.progress_begin(f"Checking {path.name}",
-                                               f"{len(found.targets)} export target(s)")
+                                               f"{len(found.targets)} export target(s)") \
+            if uri in server.workspace.text_documents else None
         cancelled = progress.cancelled if progress else None
+        if progress:  # its message changes only while it waits in the queue
+            self._progress[uri] = (progress, "checking")
+            self._queue_changed()
         current = asyncio.current_task()
         early: dict[str, TargetResult] = {}
 
@@ -118,13 +147,15 @@ class Checker:
                 found.targets, text), final=False)
 
         try:
-            jobs = [self._run_target(text, target, found_early) for target in found.targets]
+            jobs = [self._run_target(uri, text, target, found_early)
+                    for target in found.targets]
             gathered = asyncio.gather(*jobs)
             if cancelled is not None:
                 cancelled.add_done_callback(lambda _: gathered.cancel())
             results = await gathered
         except asyncio.CancelledError:
             if progress:
+                self._progress.pop(uri, None)
                 server.progress_end(progress, "Cancelled")
             state.checking = False
             server.notify_state()
@@ -134,6 +165,7 @@ class Checker:
         state.checking = False
         server.notify_state()
         if progress:
+            self._progress.pop(uri, None)
             problems = sum(len(r.diagnostics) for r in results) + len(found.diagnostics)
             server.progress_end(progress, f"{problems} problem(s)")
         if state.requested_version != version:
@@ -152,15 +184,19 @@ class Checker:
             result, targets, lambda file: checked if file == path else self.server.lines_of(file))
         return result
 
-    async def _run_target(self, text: str, target: Target,
+    async def _run_target(self, uri: str, text: str, target: Target,
                           found_early: Callable[[Target, dict[str, Any]], None]
                           ) -> TargetResult:
         request = self.server.job_request("check", target, text, progress=True)
         worker = f"{self.server.worker.pid}/{self.server.worker.restarts}"
         outcome: JobOutcome | None = self.results.get(request, worker)
         if outcome is None:
-            outcome = await self.server.submit(request,
-                                               lambda data: found_early(target, data))
+            key = (str(target.path), target.name)
+            async with self.queue.slot(uri, self.expected_mb.get(key, UNMEASURED_CHECK_MB)):
+                outcome = await self.server.submit(request,
+                                                   lambda data: found_early(target, data))
+            if outcome.peak_rss_mb > 0:
+                self.expected_mb[key] = outcome.peak_rss_mb
             self.results.put(request, worker, outcome)
             log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
         else:

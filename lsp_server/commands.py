@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,22 @@ from exporter.targets import Target
 from lsp_server import features
 from lsp_server.checks import with_progress
 from lsp_server.server import OnnxLensServer, server
+
+
+def _answered(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """pygls runs ``workspace/executeCommand`` as a generator step that catches only
+    ``Exception``: a command whose work is cancelled (from its progress, or a check a newer
+    edit replaced) would leave the request unanswered and the client waiting for ever. It
+    answers ``{"cancelled": true}`` instead."""
+
+    @functools.wraps(handler)
+    async def answering(ls: OnnxLensServer, *args: Any) -> Any:
+        try:
+            return await handler(ls, *args)
+        except asyncio.CancelledError:
+            return {"cancelled": True}
+
+    return answering
 
 
 def _arguments(args: Any) -> list[Any]:
@@ -46,6 +65,7 @@ def _require_trust(ls: OnnxLensServer) -> None:
 
 
 @server.command("onnxlens.export")
+@_answered
 async def export_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     values = _arguments(args[0] if len(args) == 1 else list(args))
@@ -59,7 +79,19 @@ async def export_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
                         for name, result in state.targets.items()}}
 
 
+@server.command("onnxlens.checkWorkspace")
+@_answered
+async def check_workspace_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    """Check every target in the workspace in the background (lowest priority), with
+    progress the user can cancel; ``{files, targets, problems}`` when all are done."""
+    _require_trust(ls)
+    summary: dict[str, Any] = await with_progress(ls, "Checking the workspace",
+                                                  ls.check_workspace)
+    return summary
+
+
 @server.command("onnxlens.saveModel")
+@_answered
 async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     values = _arguments(args[0] if len(args) == 1 else list(args))
@@ -77,6 +109,7 @@ async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
 
 
 @server.command("onnxlens.runModel")
+@_answered
 async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     values = _arguments(args[0] if len(args) == 1 else list(args))
@@ -130,6 +163,7 @@ def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
 
 
 @server.command("onnxlens.restartWorker")
+@_answered
 async def restart_worker(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     await ls.worker.restart()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lsprotocol import types
 
-from lsp_server.server import OnnxLensServer, server
+from exporter.source_files import might_have_targets
+from exporter.sourcetext import read_source
+from lsp_server.server import EDITORS_NOTIFICATION, OnnxLensServer, server
 
 
 def _python(uri: str) -> bool:
@@ -19,6 +23,7 @@ def did_open(ls: OnnxLensServer, params: types.DidOpenTextDocumentParams) -> Non
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: OnnxLensServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.focus.touch(params.text_document.uri)  # queued checks: the latest edited goes first
     if _python(params.text_document.uri) and ls.settings.trigger == "onType":
         ls.request_check(params.text_document.uri, delay=ls.settings.debounceMs / 1000)
 
@@ -31,9 +36,33 @@ def did_save(ls: OnnxLensServer, params: types.DidSaveTextDocumentParams) -> Non
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: OnnxLensServer, params: types.DidCloseTextDocumentParams) -> None:
+    """A closed document's check (queued or running) is dropped and its diagnostics go; in
+    the workspace-wide mode its saved text is checked instead, in the background."""
     uri = params.text_document.uri
     ls.checker.close(uri)
+    ls.focus.touched.pop(uri, None)
+    path = ls.path_of(uri)
+    if ls.settings.diagnosticMode == "workspace" and ls.trusted and _python(uri) \
+            and not ls.is_excluded(path) and might_have_targets(path):
+        try:
+            ls.checker.request(uri, None, read_source(path))
+            return
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            pass  # deleted or unreadable: nothing to check
     for file in ls.store.replace(uri, {}):
         ls.publish(file)
+
+
+@server.feature(EDITORS_NOTIFICATION)
+def editors_changed(ls: OnnxLensServer, params: Any) -> None:
+    """The client's active and visible editors: their queued checks go first."""
+    def field(name: str) -> Any:
+        return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
+
+    active, visible = field("active"), field("visible")
+    ls.focus.active = active if isinstance(active, str) else None
+    ls.focus.visible = frozenset(uri for uri in visible if isinstance(uri, str)) \
+        if isinstance(visible, list) else frozenset()
+    ls.checker.queue.reorder()
 
 

@@ -18,9 +18,13 @@ _STATE_MARKS = {StageState.PASSED: "✓", StageState.FAILED: "✗", StageState.S
 
 # -- CodeLens --------------------------------------------------------------------------------
 
-def lens_title(result: TargetResult | None, checking: bool, trusted: bool) -> str:
+def lens_title(result: TargetResult | None, checking: bool, trusted: bool,
+               queued: int | None = None) -> str:
+    """``queued``: the document's place among those waiting for a check (1: next)."""
     if not trusted:
         return "ONNX · not checked (workspace not trusted)"
+    if checking and queued is not None:
+        return f"ONNX · queued (#{queued})"
     if checking:
         return "ONNX · checking…"
     if result is None:
@@ -53,13 +57,13 @@ def _facts(summary: dict[str, Any], *, brief: bool) -> list[str]:
 
 
 def code_lenses(uri: str, targets: list[Target], results: dict[str, TargetResult],
-                checking: bool, trusted: bool, positions: PositionConverter
-                ) -> list[types.CodeLens]:
+                checking: bool, trusted: bool, positions: PositionConverter,
+                queued: int | None = None) -> list[types.CodeLens]:
     lenses = []
     for target in targets:
         where = positions.range(target.path, target.definition)
         arguments = [uri, target.name]
-        title = lens_title(results.get(target.name), checking, trusted)
+        title = lens_title(results.get(target.name), checking, trusted, queued)
         lenses.append(types.CodeLens(range=where, command=types.Command(
             title=title, command="onnxlens.showReport", arguments=arguments)))
         for label, command in (("Export", "onnxlens.export"), ("Save", "onnxlens.saveModel"),

@@ -32,6 +32,8 @@ async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> No
     await ls.load_settings()
     if ls.trusted:
         await ls.start_worker()
+        if ls.settings.diagnosticMode == "workspace":
+            ls.start_workspace_check()
     else:
         ls.notify_state()
         ls.tell("onnxlens runs your models' code to check them, so it waits until this "
@@ -59,7 +61,11 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
         await ls.start_worker()
         for uri in list(ls.workspace.text_documents):
             ls.request_check(uri)
+        if ls.settings.diagnosticMode == "workspace":
+            ls.start_workspace_check()
     else:
+        if ls.workspace_check is not None:
+            ls.workspace_check.cancel()
         for uri in list(ls.checker.tasks):
             ls.checker.cancel(uri)
         await ls.worker.stop()
@@ -83,6 +89,7 @@ async def did_change_configuration(ls: OnnxLensServer,
 async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
     """For tests and the status bar: the worker's processes and what is being checked."""
 
+    queue = ls.checker.queue
     answer = await ls.worker.status()
     if answer is not None:
         worker: dict[str, Any] = {**dataclasses.asdict(answer), "ready": True}
@@ -93,4 +100,7 @@ async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
             "serverImportsTorch": "torch" in sys.modules,
             "results": {"checked": ls.checker.results.checked,
                         "reused": ls.checker.results.reused},
+            "queue": {"slots": queue.slots, "budgetMB": queue.budget_mb,
+                      "running": len(queue.running), "waiting": len(queue.waiting),
+                      "mostRunning": queue.most_running},
             "settings": ls.settings.__dict__}

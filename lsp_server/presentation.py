@@ -13,7 +13,7 @@ def code_lens(ls: OnnxLensServer, params: types.CodeLensParams) -> list[types.Co
     uri = params.text_document.uri
     state = ls.checker.state(uri)
     return features.code_lenses(uri, ls.document_targets(uri), state.targets, state.checking,
-                                ls.trusted, ls.positions())
+                                ls.trusted, ls.positions(), ls.checker.queue.position(uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)

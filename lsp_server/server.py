@@ -26,9 +26,10 @@ from exporter.files import write_text_atomically
 from exporter.report import apply_severity, filter_rules
 from exporter.result import CheckResult
 from exporter.settings_schema import is_excluded
-from exporter.sourcetext import source_lines, split_lines
+from exporter.sourcetext import read_source, source_lines, split_lines
 from exporter.targets import Target, discover
 from exporter.versions import install_hint
+from lsp_server.admission import Focus, default_budget_mb, default_slots
 from lsp_server.checks import Checker, new_token
 from lsp_server.client_support import ClientSupport
 from lsp_server.convert import PositionConverter, path_uri, to_lsp
@@ -38,6 +39,8 @@ from lsp_server.store import DiagnosticsStore, group_by_file
 log = logging.getLogger(__name__)
 
 TRUST_NOTIFICATION = "onnxlens/trustChanged"
+#: the client's active and visible editors: ``{"active": uri | null, "visible": [uri]}``
+EDITORS_NOTIFICATION = "onnxlens/editors"
 STATUS_REQUEST = "onnxlens/status"
 MAX_REVIVE_DELAY = 30.0  # seconds between attempts to start a worker that keeps dying
 STATE_NOTIFICATION = "onnxlens/state"
@@ -103,7 +106,10 @@ class OnnxLensServer(LanguageServer):
         # its check honours them (`exclude`, the limits) — it raced them before
         self.settings_loaded = asyncio.Event()
         self.store = DiagnosticsStore()
+        self.focus = Focus()
         self.checker = Checker(self)
+        self.budget_mb = default_budget_mb()  # measured once, when the server starts
+        self.workspace_check: asyncio.Task[Any] | None = None
         self.worker = WorkerClient(on_output=self._worker_output, on_state=self._worker_state)
         self.worker_state = "stopped"
         self.root: Path | None = None
@@ -183,6 +189,10 @@ class OnnxLensServer(LanguageServer):
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
             title=title, message=message, cancellable=True))
         return Progress(token, self.work_done_progress.tokens.get(token))
+
+    def progress_report(self, progress: Progress, message: str) -> None:
+        self.work_done_progress.report(progress.token,
+                                       types.WorkDoneProgressReport(message=message))
 
     def progress_end(self, progress: Progress, message: str) -> None:
         self.work_done_progress.end(progress.token, types.WorkDoneProgressEnd(message=message))
@@ -278,8 +288,15 @@ class OnnxLensServer(LanguageServer):
                 configured = None
             settings, found = apply(settings, configured, "settings")
             problems += found
-        self.settings = settings
+        previous, self.settings = self.settings, settings
+        self.checker.queue.configure(settings.maxConcurrentChecks or default_slots(),
+                                     settings.memoryBudgetMB or self.budget_mb)
         self.settings_loaded.set()
+        if previous.diagnosticMode == "workspace" and settings.diagnosticMode != "workspace":
+            self.forget_unopened()
+        elif settings.diagnosticMode == "workspace" and previous.diagnosticMode != "workspace" \
+                and self.trusted and self.worker.ready is not None:
+            self.start_workspace_check()
         for problem in problems:
             self.tell(f"onnxlens: {problem}")
 
@@ -339,8 +356,77 @@ class OnnxLensServer(LanguageServer):
     def request_check(self, uri: str, *, delay: float = 0.0) -> asyncio.Task[None] | None:
         if not self.trusted:
             return None
+        self.focus.touch(uri)
         document = self.workspace.get_text_document(uri)
         return self.checker.request(uri, document.version, document.source, delay=delay)
+
+    # -- the workspace-wide mode ---------------------------------------------------------
+
+    def workspace_files(self) -> list[Path]:
+        """The files in the workspace that may hold targets, without the excluded ones."""
+        from exporter.source_files import might_have_targets, python_files_below
+
+        if self.root is None:
+            return []
+        return [path for path in python_files_below(self.root, self.root,
+                                                    self.settings.excluded)
+                if might_have_targets(path)]
+
+    async def check_workspace(self) -> dict[str, int]:
+        """Check every target in the workspace at the lowest priority (open documents are
+        checked as they are edited); unchanged files reuse their last result. Cancelling
+        stops the checks still queued or running."""
+        paths = self.workspace_files()
+        tasks = []
+        for path in paths:
+            uri = path_uri(path)
+            if uri in self.workspace.text_documents:
+                continue
+            running = self.checker.tasks.get(uri)
+            if running is None:
+                try:
+                    text = read_source(path)
+                except (OSError, SyntaxError, UnicodeDecodeError):
+                    text = ""  # the check says why the file cannot be read
+                running = self.checker.request(uri, None, text)
+            if running is not None:
+                tasks.append(running)
+        try:
+            await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            raise
+        files = [self.checker.state(path_uri(path)) for path in paths]
+        return {"files": len(files),
+                "targets": sum(len(state.targets) for state in files),
+                "problems": sum(len(r.diagnostics) for s in files for r in s.targets.values())}
+
+    def start_workspace_check(self) -> None:
+        """``diagnosticMode: workspace``: check the workspace in the background, with
+        progress the user can cancel; a running one is replaced."""
+        from lsp_server.checks import with_progress
+
+        if self.workspace_check is not None:
+            self.workspace_check.cancel()
+        self.workspace_check = asyncio.ensure_future(
+            with_progress(self, "Checking the workspace", self.check_workspace))
+        self.workspace_check.add_done_callback(_quietly_cancelled)
+
+    def forget_unopened(self) -> None:
+        """Back from the workspace-wide mode: what was found in files nobody opened goes."""
+        if self.workspace_check is not None:
+            self.workspace_check.cancel()
+        for uri in list(self.checker.documents):
+            if uri not in self.workspace.text_documents:
+                self.checker.close(uri)
+                for file in self.store.replace(uri, {}):
+                    self.publish(file)
+
+
+def _quietly_cancelled(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the workspace check failed", exc_info=task.exception())
 
 
 server = OnnxLensServer()

@@ -20,6 +20,9 @@ class Settings:
     debounceMs: int = 500
     timeoutSeconds: float = 60.0
     memoryLimitMB: int = 4096
+    maxConcurrentChecks: int = 0
+    memoryBudgetMB: int = 0
+    diagnosticMode: str = "openFiles"
     atol: float | None = None
     rtol: float | None = None
     opset: int | None = None

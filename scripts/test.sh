@@ -33,7 +33,7 @@ if [ "${ONNXLENS_SKIP_OTHER_TORCH:-0}" != "1" ] && [ -z "${ONNXLENS_VENV:-}" ]; 
         echo "test: torch $torch_version: exporter, language server and corpus tests"
         ONNXLENS_TORCH="$torch_version" bash "$repo/scripts/setup.sh"
         "$repo/.venv-torch$torch_version/bin/python" -m pytest tests/exporter tests/lsp \
-            tests/corpus "$@" || other_status=$?
+            tests/corpus -m "not server_only" "$@" || other_status=$?
     done
 fi
 

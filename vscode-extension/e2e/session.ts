@@ -11,11 +11,19 @@ export interface Session {
   page: Page;
 }
 
-/** Registers the spec's beforeAll/afterAll; the returned object is filled in by beforeAll. */
-export function vscodeSession(trust: boolean, prepare?: (home: string) => Record<string, unknown>): Session {
+/**
+ * Registers the spec's beforeAll/afterAll; the returned object is filled in by beforeAll.
+ * The workspace is a copy of `source` (default: the repository's examples), with `settings`.
+ */
+export function vscodeSession(
+  trust: boolean,
+  prepare?: (home: string) => Record<string, unknown>,
+  source: string = path.join(REPO, "examples"),
+  settings: Record<string, unknown> = {},
+): Session {
   const session = {} as Session;
   test.beforeAll(async ({ browser }) => {
-    session.server = await startCodeServer(path.join(REPO, "examples"), {}, prepare);
+    session.server = await startCodeServer(source, settings, prepare);
     session.page = await browser.newPage();
     await openWorkbench(session.page, session.server.url, trust);
   });

@@ -7,6 +7,7 @@ import * as path from "path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
 import { executeCommand } from "./commands";
+import { editorsNotification } from "./editors";
 import { describeChoice, InterpreterChoice } from "./interpreter";
 import { InstallPlan, judgeProbe, ProbeResult } from "./probe";
 import { installPackages, onPythonEnvironmentChange, probeInterpreter, resolveInterpreter } from "./python";
@@ -23,6 +24,7 @@ class OnnxLens {
   private client: LanguageClient | undefined;
   private interpreter: InterpreterChoice | undefined;
   private restarting: Promise<void> = Promise.resolve();
+  private editorWatchers: vscode.Disposable[] = [];
   private readonly status: vscode.StatusBarItem;
   private state: StatusInputs = {
     server: "stopped",
@@ -183,9 +185,25 @@ class OnnxLens {
     client.onNotification("onnxlens/state", (state: ServerStateNotification) =>
       this.update({ trusted: state.trusted, workerState: state.workerState, checking: state.checking.length }),
     );
+    // the server's queue checks the file in front of the user first
+    const sendEditors = (): void => {
+      const uri = (editor: vscode.TextEditor): string => client.code2ProtocolConverter.asUri(editor.document.uri);
+      const active = vscode.window.activeTextEditor;
+      void client.sendNotification(
+        "onnxlens/editors",
+        editorsNotification(active && uri(active), vscode.window.visibleTextEditors.map(uri)),
+      );
+    };
+    sendEditors();
+    this.editorWatchers = [
+      vscode.window.onDidChangeActiveTextEditor(sendEditors),
+      vscode.window.onDidChangeVisibleTextEditors(sendEditors),
+    ];
   }
 
   async stop(): Promise<void> {
+    this.editorWatchers.forEach((watcher) => watcher.dispose());
+    this.editorWatchers = [];
     const client = this.client;
     this.client = undefined;
     if (client !== undefined) {
