@@ -97,12 +97,17 @@ def instrument(totals: dict[str, float]) -> None:
                 setattr(owner, name, wrap(getattr(owner, name), label, totals))
 
 
-def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float],
+def check_in_fork(worker: Any, spec: str, run: int, totals: dict[str, float],
                   spare: bool) -> dict:
-    """One check in a fork, as the worker runs it; the child's part times."""
+    """One check in a fork, as the worker runs it (with the installed packages the checks
+    before it imported imported ahead, as the worker's warm imports do); the child's part
+    times."""
+    session = worker.session
+    worker.warm_imports.import_pending()
     from export_worker.jobs import run_job
     from export_worker.messages import JobRequest
     from export_worker.process import JOB_GC_THRESHOLD, warm_spare
+    from export_worker.warm_imports import library_modules
 
     file, _, target = spec.rpartition("::")
     path = Path(file).resolve()
@@ -114,10 +119,12 @@ def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float],
         if spare:
             warm_spare(session)
         totals.clear()
+        before = set(sys.modules)
         run_job(session, JobRequest("check", str(path), str(path.parent), target,
                                     text=path.read_text() + f"\n# run {run}\n",
                                     record_inputs=True))
-        os.write(write_end, json.dumps(totals).encode())
+        os.write(write_end, json.dumps({"totals": totals,
+                                        "imports": library_modules(before)}).encode())
         os._exit(0)
     os.close(write_end)
     data = b""
@@ -125,7 +132,9 @@ def check_in_fork(session: Any, spec: str, run: int, totals: dict[str, float],
         data += chunk
     os.close(read_end)
     os.waitpid(pid, 0)
-    return json.loads(data)
+    answer = json.loads(data)
+    worker.warm_imports.learn(answer["imports"])
+    return answer["totals"]
 
 
 def main() -> None:
@@ -142,7 +151,7 @@ def main() -> None:
     totals: dict[str, float] = {}
     instrument(totals)
     for spec in args.targets:
-        runs = [check_in_fork(worker.session, spec, run, totals, not args.no_spare)
+        runs = [check_in_fork(worker, spec, run, totals, not args.no_spare)
                 for run in range(args.runs)]
         kind = "fresh forks" if args.no_spare else "warmed forks (the spare)"
         print(f"\n{spec.rpartition('::')[2]}: ms (wall), min of {args.runs} checks in {kind}")

@@ -3,6 +3,11 @@ the same run, alternating baseline and onnxlens. Prints tables and appends them 
 ``bench/RESULTS.md``. Never pass/fail.
 
     .venv/bin/python bench/run.py [--quick] [--only recheck,cold,big,scaling,torches]
+    .venv/bin/python bench/run.py --only real    # real models: transformers, ~50 targets, 8 B
+    .venv/bin/python bench/run.py --only load    # 50 model files opened at once
+
+``real`` stands for real-recheck, real-cold, real-scaling, jobs, big8b and first (time to the
+first diagnostics on the failing examples).
 """
 
 from __future__ import annotations
@@ -33,9 +38,20 @@ MODELS = {
     "(b) MNIST": REPO / "examples" / "mnist.py",
     "(c) 6-layer encoder": BENCH / "models" / "encoder.py",
 }
+#: real architectures from small configs (transformers), random weights
+REAL_MODELS = {
+    "(d) Llama (transformers)": BENCH / "models" / "llama.py",
+    "(e) BERT (transformers)": BENCH / "models" / "bert.py",
+    "(f) ViT (transformers)": BENCH / "models" / "vit.py",
+}
+#: checked on the tested torches whose venv has torchvision (bench_torches)
+TORCHVISION_MODELS = {"(g) ResNet-18 (torchvision)": BENCH / "models" / "resnet.py"}
 DEFAULT_SECTIONS = "recheck,cold,big,scaling,torches"
+REAL_SECTIONS = "real-recheck,real-cold,real-scaling,jobs,big8b,first"
 TARGETS = {"(a) seed MLP": "MLPModel", "(b) MNIST": "MNISTModel",
-           "(c) 6-layer encoder": "Encoder"}
+           "(c) 6-layer encoder": "Encoder", "(d) Llama (transformers)": "Llama",
+           "(e) BERT (transformers)": "Bert", "(f) ViT (transformers)": "ViT",
+           "(g) ResNet-18 (torchvision)": "ResNet18"}
 
 
 def stats(samples: list[float]) -> dict[str, float]:
@@ -62,7 +78,8 @@ async def start_server(root: Path, python: str = PYTHON) -> Any:
     original = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
 
     def recording(params: types.PublishDiagnosticsParams) -> None:
-        client.publish_events.append((time.perf_counter(), params.uri))
+        early = any(isinstance(d.data, dict) and d.data.get("early") for d in params.diagnostics)
+        client.publish_events.append((time.perf_counter(), params.uri, early))
         client.published.set()
         original(params)
 
@@ -85,14 +102,16 @@ async def stop_server(client: Any) -> None:
     await client.stop()
 
 
-async def wait_publish(client: Any, uri: str, since: int, timeout: float = 300) -> float:
-    """When the first publish for ``uri`` after event ``since`` arrived. Sleeps until a publish
-    arrives: polling would take CPU from the check it measures (2 cores)."""
+async def wait_publish(client: Any, uri: str, since: int, timeout: float = 300,
+                       early: bool = False) -> float:
+    """When the check's publish for ``uri`` after event ``since`` arrived (``early``: the first
+    publish, also one made while the check still runs). Sleeps until a publish arrives:
+    polling would take CPU from the check it measures (2 cores)."""
     deadline = time.monotonic() + timeout
     while True:
         client.published.clear()
-        for stamp, published in client.publish_events[since:]:
-            if published == uri:
+        for stamp, published, is_early in client.publish_events[since:]:
+            if published == uri and (early or not is_early):
                 return stamp
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -130,6 +149,112 @@ async def save_unchanged(client: Any, uri: str) -> float:
     return await wait_publish(client, uri, since) - started
 
 
+async def bench_first_diagnostic(repeats: int) -> list[str]:
+    """Each failing example, and a real model that fails (ViT with a dynamic image size),
+    edited and saved: seconds from didSave to its first diagnostics (what capture and
+    translate found, published early) and to the check's complete set."""
+    client = await start_server(REPO)
+    lines = ["| failing example | didSave→first diagnostics | didSave→complete set | ratio | n |",
+             "|---|---|---|---|---|"]
+    try:
+        failing = sorted((REPO / "examples" / "failing").glob("*.py"))
+        for path in [*failing, BENCH / "models" / "vit_sizes.py"]:
+            since = len(client.publish_events)
+            uri = open_document(client, path)
+            await wait_publish(client, uri, since)  # first check: warm-up
+            first, complete = [], []
+            for version in range(2, repeats + 2):
+                text = path.read_text() + f"\n# bench edit {version}\n"
+                client.text_document_did_change(types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri,
+                                                                        version=version),
+                    content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+                since = len(client.publish_events)
+                started = time.perf_counter()
+                client.text_document_did_save(types.DidSaveTextDocumentParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri)))
+                first.append(await wait_publish(client, uri, since, early=True) - started)
+                complete.append(await wait_publish(client, uri, since) - started)
+            lines.append(row(path.name, first, complete))
+    finally:
+        await stop_server(client)
+    return lines
+
+
+def _tree_usage(root_pid: int) -> tuple[int, float]:
+    """(processes, summed RSS in MB) of ``root_pid`` and its descendants, from /proc. Pages
+    a fork shares with the worker count once per process: an upper bound."""
+    pending, count, rss_kb = [root_pid], 0, 0
+    while pending:
+        pid = pending.pop()
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                rss_kb += next((int(line.split()[1]) for line in status
+                                if line.startswith("VmRSS:")), 0)
+            count += 1
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as children:
+                    pending += [int(child) for child in children.read().split()]
+        except (OSError, ValueError):
+            continue
+    return count, rss_kb / 1024
+
+
+async def bench_load(count: int) -> list[str]:
+    """``count`` files, each a transformers Llama target, opened at once with the middle one
+    active, against one such file checked alone in the same (warm) server."""
+    import shutil
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix="onnxlens-bench-load-"))
+    source = REAL_MODELS["(d) Llama (transformers)"].read_text()
+    paths = []
+    for index in range(count + 2):  # two more: the warm-up and the lone check
+        path = scratch / f"llama_{index:02d}.py"
+        path.write_text(source.replace('name="Llama"', f'name="Llama{index}"'))
+        paths.append(path)
+    warm_up, alone, *opened = paths
+    client = await start_server(scratch)
+    try:
+        for path in (warm_up, alone):
+            since = len(client.publish_events)
+            started = time.perf_counter()
+            uri = open_document(client, path)
+            lone = await wait_publish(client, uri, since) - started
+        worker = (await client.protocol.send_request_async("onnxlens/status", {})).worker.pid
+        active = opened[len(opened) // 2].resolve().as_uri()
+        client.protocol.notify("onnxlens/editors", {"active": active, "visible": [active]})
+        peak_processes, peak_rss = 0, 0.0
+        since = len(client.publish_events)
+        started = time.perf_counter()
+        uris = [open_document(client, path) for path in opened]
+        active_done = asyncio.ensure_future(wait_publish(client, active, since))
+        remaining = set(uris)
+        while remaining:
+            processes, rss = _tree_usage(worker)
+            peak_processes, peak_rss = max(peak_processes, processes), max(peak_rss, rss)
+            remaining -= {uri for _, uri, early in client.publish_events[since:] if not early}
+            await asyncio.sleep(0.1)
+        every = time.perf_counter() - started
+        first = await active_done - started
+        status = await client.protocol.send_request_async("onnxlens/status", {})
+    finally:
+        await stop_server(client)
+        shutil.rmtree(scratch, ignore_errors=True)
+    queue = status.queue
+    return [f"{count} files, each a transformers Llama target (2 layers, hidden size 64), "
+            f"opened at once with the middle one active; {queue.slots} checks at once, memory "
+            f"budget {queue.budgetMB} MB (the settings' defaults on this machine).", "",
+            "| figure | value |", "|---|---|",
+            f"| one file checked alone (same server, warm) | {lone:.2f} s |",
+            f"| the active file's diagnostics, {count} queued | {first:.2f} s "
+            f"(**{first / lone:.2f}×** the lone check; goal ≤ 1.5×) |",
+            f"| every file's diagnostics | {every:.1f} s ({every / count:.2f} s per file) |",
+            f"| peak processes in the worker tree (worker, spare, checks) | {peak_processes} |",
+            f"| peak RSS of the worker tree (shared pages counted per process) | "
+            f"**{peak_rss:.0f} MB** (budget {queue.budgetMB} MB) |"]
+
+
 class Baseline:
     """A warm process running plain torch.onnx.export + ORT session + run."""
 
@@ -151,14 +276,15 @@ class Baseline:
 
 # -- 1 and 3: warm re-check and responsiveness ---------------------------------------------
 
-async def bench_recheck(repeats: int) -> list[str]:
+async def bench_recheck(repeats: int, models: dict[str, Path] = MODELS,
+                        responsiveness: bool = True) -> list[str]:
     client = await start_server(REPO)
     baseline = Baseline()
     lines = ["| model | onnxlens didSave→diagnostics | plain export+ORT (warm) | ratio | n |",
              "|---|---|---|---|---|"]
     reused = []
     try:
-        for name, path in MODELS.items():
+        for name, path in models.items():
             since = len(client.publish_events)
             uri = open_document(client, path)
             await wait_publish(client, uri, since)  # first check: warm-up
@@ -170,7 +296,9 @@ async def bench_recheck(repeats: int) -> list[str]:
             lines.append(row(name, ours, theirs))
             reused.append(f"{name} {await save_unchanged(client, uri) * 1000:.0f} ms")
         lines += ["", "Saving again without an edit reuses the result (not a re-check, not in the "
-                  f"ratios above): {', '.join(reused)}.", "", await _responsiveness(client)]
+                  f"ratios above): {', '.join(reused)}."]
+        if responsiveness:
+            lines += ["", await _responsiveness(client)]
     finally:
         baseline.close()
         await stop_server(client)
@@ -232,13 +360,21 @@ async def bench_torches(repeats: int) -> list[str]:
     """The warm re-check on every tested torch in one run: a warm server and a warm baseline
     per torch, their samples interleaved (the others sit idle meanwhile)."""
     pythons = torch_venvs()
-    servers = {version: await start_server(REPO, python) for version, python in pythons.items()}
+    all_servers = {version: await start_server(REPO, python)
+                   for version, python in pythons.items()}
     baselines = {version: Baseline(python) for version, python in pythons.items()}
     lines = ["| model | torch | onnxlens didSave→diagnostics | plain export+ORT (warm) | "
              "ratio | n |", "|---|---|---|---|---|---|"]
     across = []
+    with_torchvision = {version for version, python in pythons.items()
+                        if subprocess.run([python, "-c", "import torchvision"], env=ENV,
+                                          capture_output=True).returncode == 0}
     try:
-        for name, path in MODELS.items():
+        for name, path in {**MODELS, **REAL_MODELS, **TORCHVISION_MODELS}.items():
+            if name in TORCHVISION_MODELS:
+                servers = {v: c for v, c in all_servers.items() if v in with_torchvision}
+            else:
+                servers = all_servers
             uris = {}
             for version, client in servers.items():
                 since = len(client.publish_events)
@@ -263,7 +399,7 @@ async def bench_torches(repeats: int) -> list[str]:
     finally:
         for baseline in baselines.values():
             baseline.close()
-        for client in servers.values():
+        for client in all_servers.values():
             await stop_server(client)
     missing = [r for r in _tested_versions() if r not in pythons]
     return lines + ["", "onnxlens's warm re-check across torches (goal: within 20 %): "
@@ -289,8 +425,8 @@ export_and_run(model, args, kwargs, dynamic)
 """
 
 
-async def bench_cold(repeats: int) -> list[str]:
-    path, target = MODELS["(a) seed MLP"], TARGETS["(a) seed MLP"]
+async def bench_cold(repeats: int, name: str = "(a) seed MLP") -> list[str]:
+    path, target = {**MODELS, **REAL_MODELS}[name], TARGETS[name]
     script = _COLD_BASELINE.format(repo=str(REPO), spec=f"{path}::{target}")
     ours, theirs = [], []
     for _ in range(repeats):
@@ -305,7 +441,7 @@ async def bench_cold(repeats: int) -> list[str]:
         ours.append(time.perf_counter() - started)
         await stop_server(client)
     return ["| model | server start→first diagnostics | python -c import+export+run | ratio | n |",
-            "|---|---|---|---|---|", row("(a) seed MLP", ours, theirs)]
+            "|---|---|---|---|---|", row(name, ours, theirs)]
 
 
 # -- 4: big model without weights ---------------------------------------------------------
@@ -337,12 +473,78 @@ def bench_big() -> list[str]:
             f"| ratio | {ours[0] / theirs[0]:.2f} | {ours[1] / theirs[1]:.2f} |"]
 
 
+def bench_big8b() -> list[str]:
+    """A Llama-3-8B-shaped configuration without weights; the plain exporter would need its
+    32 GB of float32 weights, more than this machine has, so it is not run."""
+    path = BENCH / "models" / "llama8b.py"
+    wall, rss = _measure([PYTHON, "-m", "exporter.cli", "check", str(path), "--jobs", "1"])
+    return ["| 8.0 B parameters (Llama-3-8B shape) | wall | peak RSS |", "|---|---|---|",
+            f"| onnxlens check, `weights=\"none\"` | {wall:.1f} s | **{rss:.0f} MB** |",
+            "| plain torch.onnx.export, real weights | not run: 32 GB of float32 weights | — |"]
+
+
+# -- 7: many targets: --jobs and the plain exporter in one process per target ---------------
+
+def _many_targets(workspace: Path) -> list[tuple[Path, str]]:
+    """PyTorch's ExportDB examples, this project's examples and the real models: ~50
+    targets, each file on its own (as a repository of model files)."""
+    sys.path.insert(0, str(REPO))
+    from exporter.session import ExportSession
+    from tests.corpus.corpus import materialize_exportdb
+
+    session = ExportSession()
+    files = [f.path for f in materialize_exportdb(workspace).files]
+    files += sorted((REPO / "examples").rglob("*.py")) + list(REAL_MODELS.values())
+    return [(path, target.name) for path in files
+            for target in session.discover(path).targets]
+
+
+def bench_jobs() -> list[str]:
+    import shutil
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix="onnxlens-bench-jobs-"))
+    try:
+        targets = _many_targets(scratch)
+        files = sorted({str(path) for path, _ in targets})
+        times = {}
+        for jobs in (1, 2):
+            started = time.perf_counter()
+            subprocess.run([PYTHON, "-m", "exporter.cli", "check", *files, "--root", str(REPO),
+                            "--format", "json", "--jobs", str(jobs)], env=ENV, cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times[jobs] = time.perf_counter() - started
+        started = time.perf_counter()
+        for path, target in targets:  # a failing export ends its process: timed all the same
+            script = _COLD_BASELINE.format(repo=str(REPO), spec=f"{path}::{target}")
+            subprocess.run([PYTHON, "-c", script], env=ENV, cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        plain = time.perf_counter() - started
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [f"{len(targets)} targets in {len(files)} files (ExportDB, examples, real models).",
+            "", "| run | wall | against `--jobs 1` | against the plain processes |",
+            "|---|---|---|---|",
+            f"| `onnxlens check --jobs 1` | {times[1]:.1f} s | 1.00 | **{times[1] / plain:.2f}** |",
+            f"| `onnxlens check --jobs 2` | {times[2]:.1f} s | **{times[1] / times[2]:.2f}× "
+            f"faster** | **{times[2] / plain:.2f}** |",
+            f"| {len(targets)} sequential `python -c` plain export+ORT | {plain:.1f} s | — | "
+            "1.00 |"]
+
+
 # -- 5: scaling ----------------------------------------------------------------------------
 
 def _scaling_models(kind: str, depth: int) -> tuple[Any, tuple]:
     import torch
 
     torch.manual_seed(0)
+    if kind == "Llama":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, head_dim=16,
+                             num_hidden_layers=depth, num_attention_heads=4,
+                             num_key_value_heads=2, use_cache=False)
+        return LlamaForCausalLM(config).eval(), (torch.randint(0, 256, (2, 8)),)
     if kind == "MLP":
         layers: list[torch.nn.Module] = []
         for _ in range(depth):
@@ -364,7 +566,8 @@ def build():
 """
 
 
-def bench_scaling(repeats: int, depths: list[int]) -> list[str]:
+def bench_scaling(repeats: int, depths: list[int],
+                  kinds: tuple[str, ...] = ("MLP", "Transformer")) -> list[str]:
     import tempfile
 
     sys.path.insert(0, str(BENCH))
@@ -377,14 +580,17 @@ def bench_scaling(repeats: int, depths: list[int]) -> list[str]:
     lines = ["| model | N | onnxlens check | plain export+ORT | ratio | n |",
              "|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as scratch:
-        for kind in ("MLP", "Transformer"):
+        for kind in kinds:
             for depth in depths:
                 path = Path(scratch) / f"scaling_{kind}_{depth}.py"
                 path.write_text(_SCALING_FILE.format(kind=kind, depth=depth))
                 model, args = _scaling_models(kind, depth)
                 export_and_run(model, args, {}, None)  # warm-up
                 session.check_file(path, REPO)
-                runs = repeats if depth < 64 else max(3, repeats // 2)
+                # the deepest real model takes ~25 s per pair: fewer samples keep `--only
+                # real` within 15 minutes
+                big = depth >= 64 or (kind == "Llama" and depth >= 16)
+                runs = max(3, repeats // 2) if big else repeats
                 ours, theirs = [], []
                 for _ in range(runs):
                     theirs.append(export_and_run(model, args, {}, None))
@@ -431,6 +637,8 @@ def main() -> None:
     # samples (both sides, alternating as always) steady their medians.
     recheck_repeats = 3 if args.quick else 11
     only = set(args.only.split(","))
+    if "real" in only:
+        only |= set(REAL_SECTIONS.split(","))
     sections: list[tuple[str, list[str]]] = []
     started = time.perf_counter()
     if "recheck" in only:
@@ -444,15 +652,38 @@ def main() -> None:
         depths = [1, 4, 16] if args.quick else [1, 4, 16, 64]
         sections.append(("5. Scaling (the ratio must not grow with N)",
                          bench_scaling(repeats, depths)))
+    if "load" in only:
+        sections.append(("10. 50 files opened at once (goals: the active file within 1.5× of a "
+                         "lone check; peak RSS within the budget)",
+                         asyncio.run(bench_load(20 if args.quick else 50))))
+    if "first" in only:
+        sections.append(("9. First diagnostics on a failing model (goal ≤ 0.3× the complete "
+                         "check)", asyncio.run(bench_first_diagnostic(repeats))))
+    if "real-recheck" in only:
+        sections.append(("1r. Warm re-check of real models (goal ≤ 0.5)",
+                         asyncio.run(bench_recheck(recheck_repeats, REAL_MODELS, False))))
+    if "real-cold" in only:
+        # 5 samples: a cold pair takes ~20 s, and `--only real` must stay within 15 minutes
+        sections.append(("2r. Cold start, a real model", asyncio.run(
+            bench_cold(min(repeats, 5), "(d) Llama (transformers)"))))
+    if "real-scaling" in only:
+        sections.append(("5r. Scaling, transformers Llama with N layers", bench_scaling(
+            repeats, [1, 4] if args.quick else [1, 4, 16], ("Llama",))))
+    if "jobs" in only:
+        sections.append(("7. ~50 targets: --jobs (goals: jobs 2 ≥ 1.7× jobs 1; ≤ 0.3× the "
+                         "sequential plain exports)", bench_jobs()))
+    if "big8b" in only:
+        sections.append(("8. 8 B parameters, no weights (goal: peak RSS ≤ 2 GB)",
+                         bench_big8b()))
     if "torches" in only:
         sections.append(("6. Warm re-check on every tested torch (goal: within 20 %)",
                          asyncio.run(bench_torches(recheck_repeats))))
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     report = [f"## Run of {stamp}", "", machine(), "",
               "Medians after a warm-up, baseline and onnxlens alternating in the same run; "
-              "(min–max) in brackets. Command: `.venv/bin/python bench/run.py`"
+              "(min–max) in brackets. Command: `.venv/bin/python bench/run.py"
               + (" --quick" if args.quick else "")
-              + (f" --only {args.only}" if args.only != DEFAULT_SECTIONS else "") + ".", ""]
+              + (f" --only {args.only}" if args.only != DEFAULT_SECTIONS else "") + "`.", ""]
     for title, lines in sections:
         report += [f"### {title}", "", *lines, ""]
     report.append(f"Total benchmark time: {time.perf_counter() - started:.0f} s.")

@@ -88,7 +88,7 @@ class WarmImports:
         safe, refused, why = _probe(names)
         if refused:
             self.refused.update(dict.fromkeys(refused, why))
-            print(f"onnxlens worker: not importing {', '.join(refused)} ahead: {why}",
+            print(f"onnxlens worker: not importing {_packages(refused)} ahead: {why}",
                   file=sys.stderr)
         self.pending = set(names) - set(safe) - set(refused)  # after a refusal: next time
         for name in safe:
@@ -102,7 +102,7 @@ class WarmImports:
         gc.collect()
         gc.freeze()  # as after the warm-up: out of every job's collections
         if safe:
-            print(f"onnxlens worker: imported {', '.join(safe)} ahead of the next checks "
+            print(f"onnxlens worker: imported {_packages(safe)} ahead of the next checks "
                   f"({time.perf_counter() - started:.2f} s)", file=sys.stderr)
 
     def stale(self) -> bool:
@@ -118,6 +118,16 @@ class WarmImports:
         package_root = path.parent if path.name == "__init__.py" else path
         for watched in (str(path), str(package_root.parent)):
             self._stamps.setdefault(watched, _Stamp.of(watched))
+
+
+def _packages(modules: list[str]) -> str:
+    """``transformers (412 modules), yaml (20 modules)``: a log line, not hundreds of names."""
+    counts: dict[str, int] = {}
+    for name in modules:
+        top = name.partition(".")[0]
+        counts[top] = counts.get(top, 0) + 1
+    return ", ".join(top if count == 1 else f"{top} ({count} modules)"
+                     for top, count in sorted(counts.items()))
 
 
 def _probe(names: list[str]) -> tuple[list[str], list[str], str]:

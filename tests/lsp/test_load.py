@@ -83,21 +83,11 @@ async def lens_title(client: LanguageClient, uri: str) -> str:
     return lenses[0].command.title
 
 
-async def until_running(client: LanguageClient, count: int) -> None:
-    async def running() -> bool:
-        return (await server_status(client))["queue"]["running"] >= count
+async def until_in_queue(client: LanguageClient, state: str, count: int) -> None:
+    """Wait until at least ``count`` checks are ``running`` or ``waiting`` in the queue."""
     deadline = time.monotonic() + 60
-    while not await running():
-        assert time.monotonic() < deadline, f"{count} check(s) never ran"
-        await asyncio.sleep(0.05)
-
-
-async def until_queued(client: LanguageClient, count: int) -> None:
-    async def queued() -> bool:
-        return (await server_status(client))["queue"]["waiting"] >= count
-    deadline = time.monotonic() + 30
-    while not await queued():
-        assert time.monotonic() < deadline, f"{count} check(s) never queued"
+    while (await server_status(client))["queue"][state] < count:
+        assert time.monotonic() < deadline, f"never {count} check(s) {state}"
         await asyncio.sleep(0.05)
 
 
@@ -130,11 +120,11 @@ async def test_the_active_document_is_checked_first_and_a_closed_one_never(tmp_p
     try:
         publishes = record_publishes(client)
         blocker_uri = open_file(client, blocker)
-        await until_running(client, 1)  # the one slot is taken: the rest queue
+        await until_in_queue(client, "running", 1)  # the one slot is taken: the rest queue
         uris = [open_file(client, path) for path in paths]
         active, closed = uris[1], uris[3]
         client.protocol.notify("onnxlens/editors", {"active": active, "visible": [active]})
-        await until_queued(client, 5)
+        await until_in_queue(client, "waiting", 5)
         assert await lens_title(client, active) == "ONNX · queued (#1)"
         # the others: the most recently opened first
         assert await lens_title(client, uris[4]) == "ONNX · queued (#2)"
@@ -206,7 +196,7 @@ async def test_the_workspace_mode_checks_at_start_and_the_check_stops_when_cance
                         None)
 
         token = await wait_for(begun, 30, "the workspace check's progress")
-        await until_running(client, 1)
+        await until_in_queue(client, "running", 1)
         client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
         assert plain(await running) == {"cancelled": True}
         deadline = time.monotonic() + 10
