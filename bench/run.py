@@ -201,26 +201,34 @@ def _tree_usage(root_pid: int) -> tuple[int, float]:
 
 
 async def bench_load(count: int) -> list[str]:
-    """``count`` files, each a transformers Llama target, opened at once with the middle one
-    active, against one such file checked alone in the same (warm) server."""
+    """``count`` files, each a transformers Llama target of the size the issue "server under
+    load" was measured on (4 layers, hidden size 256), opened at once with the middle one
+    active, against one such file checked alone in the same server once warm (two files
+    checked before it: the first teaches the worker to import transformers ahead)."""
     import shutil
     import tempfile
 
     scratch = Path(tempfile.mkdtemp(prefix="onnxlens-bench-load-"))
-    source = REAL_MODELS["(d) Llama (transformers)"].read_text()
+    small = REAL_MODELS["(d) Llama (transformers)"].read_text()
+    source = small.replace("hidden_size=64, intermediate_size=128, head_dim=16,",
+                           "hidden_size=256, intermediate_size=512, head_dim=64,")
+    source = source.replace("num_hidden_layers=2,", "num_hidden_layers=4,")
+    assert source.count("256") > small.count("256") and "num_hidden_layers=4" in source
     paths = []
-    for index in range(count + 2):  # two more: the warm-up and the lone check
+    for index in range(count + 3):  # three more: two to warm up, and the lone check
         path = scratch / f"llama_{index:02d}.py"
         path.write_text(source.replace('name="Llama"', f'name="Llama{index}"'))
         paths.append(path)
-    warm_up, alone, *opened = paths
+    *warm_up, alone = paths[:3]
+    opened = paths[3:]
     client = await start_server(scratch)
     try:
-        for path in (warm_up, alone):
+        for path in (*warm_up, alone):
             since = len(client.publish_events)
             started = time.perf_counter()
             uri = open_document(client, path)
             lone = await wait_publish(client, uri, since) - started
+            await asyncio.sleep(2)  # the worker imports ahead and forks its spare
         worker = (await client.protocol.send_request_async("onnxlens/status", {})).worker.pid
         active = opened[len(opened) // 2].resolve().as_uri()
         client.protocol.notify("onnxlens/editors", {"active": active, "visible": [active]})
@@ -242,7 +250,7 @@ async def bench_load(count: int) -> list[str]:
         await stop_server(client)
         shutil.rmtree(scratch, ignore_errors=True)
     queue = status.queue
-    return [f"{count} files, each a transformers Llama target (2 layers, hidden size 64), "
+    return [f"{count} files, each a transformers Llama target (4 layers, hidden size 256), "
             f"opened at once with the middle one active; {queue.slots} checks at once, memory "
             f"budget {queue.budgetMB} MB (the settings' defaults on this machine).", "",
             "| figure | value |", "|---|---|",
@@ -614,7 +622,8 @@ def machine() -> str:
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
                             capture_output=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                            ".", ":!bench/RESULTS.md"], cwd=REPO,
                            text=True, capture_output=True).stdout.strip()
     commit += " with uncommitted changes" if dirty else ""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3

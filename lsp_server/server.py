@@ -353,12 +353,14 @@ class OnnxLensServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         return discover(self.path_of(uri), document.source).targets
 
-    def request_check(self, uri: str, *, delay: float = 0.0) -> asyncio.Task[None] | None:
+    def request_check(self, uri: str, *, delay: float = 0.0,
+                      opened: bool = False) -> asyncio.Task[None] | None:
         if not self.trusted:
             return None
         self.focus.touch(uri)
         document = self.workspace.get_text_document(uri)
-        return self.checker.request(uri, document.version, document.source, delay=delay)
+        return self.checker.request(uri, document.version, document.source, delay=delay,
+                                    opened=opened)
 
     # -- the workspace-wide mode ---------------------------------------------------------
 
