@@ -40,6 +40,7 @@ PARTS = [
     ("torch.onnx._internal.exporter._fx_passes", "insert_type_promotion_nodes",
      "    type promotion"),
     ("exporter.torch_compat", "translate", "  translate to ONNX"),
+    ("exporter.torch_compat", "finish_model", "  opset conversion and optimizer"),
     ("exporter.stages.translate", "_finish", "  ONNX proto and summary"),
     ("exporter.ort_runner", "create_session", "  ORT session (fresh fork: + import)"),
 ]
@@ -50,6 +51,7 @@ ORDER = ["the whole job", "load", "  build the model", "  eager forward", "captu
          "translate", "  decompose", "    find the CIA operators",
          "    split the decomposition table", "    override the CIA kernels (enter and leave)",
          "    unlift", "    AOT re-trace", "    type promotion", "  translate to ONNX",
+         "  opset conversion and optimizer",
          "  ONNX proto and summary", "validate", "runtime",
          "  ORT session (fresh fork: + import)", "numerics", "dynamic"]
 
