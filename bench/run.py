@@ -3,11 +3,12 @@ the same run, alternating baseline and onnxlens. Prints tables and appends them 
 ``bench/RESULTS.md``. Never pass/fail.
 
     .venv/bin/python bench/run.py [--quick] [--only recheck,cold,big,scaling,torches]
-    .venv/bin/python bench/run.py --only real    # real models: transformers, ~50 targets, 8 B
+    .venv/bin/python bench/run.py --only real    # real models: transformers, torchvision
+                                                 # (on the torch that has it), ~50 targets, 8 B
     .venv/bin/python bench/run.py --only load    # 50 model files opened at once
 
-``real`` stands for real-recheck, real-cold, real-scaling, jobs, big8b and first (time to the
-first diagnostics on the failing examples).
+``real`` stands for real-recheck, real-torchvision, real-cold, real-scaling, jobs, big8b and
+first (time to the first diagnostics on the failing examples).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ REAL_MODELS = {
 #: checked on the tested torches whose venv has torchvision (bench_torches)
 TORCHVISION_MODELS = {"(g) ResNet-18 (torchvision)": BENCH / "models" / "resnet.py"}
 DEFAULT_SECTIONS = "recheck,cold,big,scaling,torches"
-REAL_SECTIONS = "real-recheck,real-cold,real-scaling,jobs,big8b,first"
+REAL_SECTIONS = "real-recheck,real-torchvision,real-cold,real-scaling,jobs,big8b,first"
 TARGETS = {"(a) seed MLP": "MLPModel", "(b) MNIST": "MNISTModel",
            "(c) 6-layer encoder": "Encoder", "(d) Llama (transformers)": "Llama",
            "(e) BERT (transformers)": "Bert", "(f) ViT (transformers)": "ViT",
@@ -285,9 +286,9 @@ class Baseline:
 # -- 1 and 3: warm re-check and responsiveness ---------------------------------------------
 
 async def bench_recheck(repeats: int, models: dict[str, Path] = MODELS,
-                        responsiveness: bool = True) -> list[str]:
-    client = await start_server(REPO)
-    baseline = Baseline()
+                        responsiveness: bool = True, python: str = PYTHON) -> list[str]:
+    client = await start_server(REPO, python)
+    baseline = Baseline(python)
     lines = ["| model | onnxlens didSave→diagnostics | plain export+ORT (warm) | ratio | n |",
              "|---|---|---|---|---|"]
     reused = []
@@ -364,6 +365,24 @@ def torch_venvs() -> dict[str, str]:
     return found
 
 
+def has_torchvision(python: str) -> bool:
+    return subprocess.run([python, "-c", "import torchvision"], env=ENV,
+                          capture_output=True).returncode == 0
+
+
+async def bench_torchvision(repeats: int) -> list[str]:
+    """The warm re-check of the torchvision models on the first tested torch whose venv can
+    import torchvision (PyPI's torchvision does not import beside the CPU build of 2.13.0)."""
+    pythons = {version: python for version, python in torch_venvs().items()
+               if has_torchvision(python)}
+    if not pythons:
+        return ["No tested torch's venv has torchvision: `ONNXLENS_TORCH=2.14.1 bash "
+                "scripts/setup.sh` makes one."]
+    version, python = next(iter(pythons.items()))
+    return [f"torch {version}:", "", *await bench_recheck(repeats, TORCHVISION_MODELS,
+                                                          responsiveness=False, python=python)]
+
+
 async def bench_torches(repeats: int) -> list[str]:
     """The warm re-check on every tested torch in one run: a warm server and a warm baseline
     per torch, their samples interleaved (the others sit idle meanwhile)."""
@@ -375,8 +394,7 @@ async def bench_torches(repeats: int) -> list[str]:
              "ratio | n |", "|---|---|---|---|---|---|"]
     across = []
     with_torchvision = {version for version, python in pythons.items()
-                        if subprocess.run([python, "-c", "import torchvision"], env=ENV,
-                                          capture_output=True).returncode == 0}
+                        if has_torchvision(python)}
     try:
         for name, path in {**MODELS, **REAL_MODELS, **TORCHVISION_MODELS}.items():
             if name in TORCHVISION_MODELS:
@@ -671,6 +689,9 @@ def main() -> None:
     if "real-recheck" in only:
         sections.append(("1r. Warm re-check of real models (goal ≤ 0.5)",
                          asyncio.run(bench_recheck(recheck_repeats, REAL_MODELS, False))))
+    if "real-torchvision" in only:
+        sections.append(("1v. Warm re-check of a torchvision model (goal ≤ 0.5)",
+                         asyncio.run(bench_torchvision(recheck_repeats))))
     if "real-cold" in only:
         # 5 samples: a cold pair takes ~20 s, and `--only real` must stay within 15 minutes
         sections.append(("2r. Cold start, a real model", asyncio.run(
