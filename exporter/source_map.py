@@ -14,7 +14,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from exporter.diagnostics import Location, Range, Related
-from exporter.sourcetext import char_column, node_range, source_lines, whole_line_range
+from exporter.sourcetext import (
+    char_column,
+    node_range,
+    parse_python,
+    source_lines,
+    whole_line_range,
+)
 
 _FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 
@@ -231,7 +237,7 @@ def _width(node: ast.AST) -> int:
 @lru_cache(maxsize=64)
 def _parsed(lines: tuple[str, ...]) -> ast.Module | None:
     try:
-        return ast.parse("\n".join(lines))
+        return parse_python("\n".join(lines))
     except SyntaxError:
         return None
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from exporter.diagnostics import Diagnostic, Location, Range
-from exporter.sourcetext import char_column, node_range, split_lines, without_bom
+from exporter.sourcetext import char_column, node_range, parse_python, split_lines, without_bom
 
 PRAGMA_PREFIX = re.compile(r"^(\s*)#\s*onnx-export\s*:")
 
@@ -116,7 +116,7 @@ def discover(path: Path, source: str) -> Discovery:
     source = without_bom(source)
     lines = split_lines(source)
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = parse_python(source, filename=str(path))
     except SyntaxError as error:
         return Discovery([], [_syntax_error_diagnostic(path, lines, error)])
     except (RecursionError, MemoryError) as error:  # 20,000 chained `x + x + ...`
@@ -304,7 +304,7 @@ def _parse_pragma(
         return Diagnostic("ONNX001", message, Location(path, where), target=symbol)
 
     try:
-        call = ast.parse(f"_({pragma.text})", mode="eval").body
+        call = parse_python(f"_({pragma.text})", mode="eval").body
     except SyntaxError as error:
         return {}, [problem(
             f"The pragma is not a valid keyword-argument list: {error.msg}.",

@@ -34,6 +34,8 @@ class _Ticket:
     estimate_mb: int
     order: int
     admitted: asyncio.Future[None] = field(repr=False)
+    #: queued while documents are being opened: not shown as queued until that settles
+    settling: bool = False
 
 
 def default_slots() -> int:
@@ -90,6 +92,7 @@ class CheckQueue:
                          asyncio.get_running_loop().create_future())
         self.waiting.append(ticket)
         if opened:
+            ticket.settling = True
             self._settle()
         self.reorder()
         try:
@@ -110,7 +113,7 @@ class CheckQueue:
         """1 for the document whose check starts next, …; None when none of its checks waits."""
         documents: list[str] = []
         for ticket in self._in_order():
-            if ticket.uri not in documents:
+            if not ticket.settling and ticket.uri not in documents:
                 documents.append(ticket.uri)
         return documents.index(uri) + 1 if uri in documents else None
 
@@ -119,8 +122,7 @@ class CheckQueue:
         once the messages already received have been handled and documents are no longer
         being opened."""
         if self._settled is not None:
-            self.on_change()  # the waiting order shows; admission comes when settled
-            return
+            return  # admission comes when documents are no longer being opened
         if self._admit_soon is None:
             self._admit_soon = asyncio.get_running_loop().call_soon(self._admit)
 
@@ -137,6 +139,8 @@ class CheckQueue:
 
     def _end_settling(self) -> None:
         self._settled, self._settling_since = None, None
+        for ticket in self.waiting:
+            ticket.settling = False
         self.reorder()
 
     def _release(self, ticket: _Ticket) -> None:

@@ -144,6 +144,8 @@ class Checker:
         # the progress requests below.
         gathered = asyncio.gather(*(self._run_target(uri, text, target, found_early, opened)
                                     for target in found.targets))
+        # cancelled before it was awaited, it ends with an error nobody reads: not a problem
+        gathered.add_done_callback(lambda done: done.cancelled() or done.exception())
         progress: Progress | None = None
         try:
             # a file nobody opened is checked in the background (workspace-wide mode),
@@ -193,8 +195,7 @@ class Checker:
                           found_early: Callable[[Target, dict[str, Any]], None],
                           opened: bool) -> TargetResult:
         request = self.server.job_request("check", target, text, progress=True)
-        worker = f"{self.server.worker.pid}/{self.server.worker.restarts}"
-        outcome: JobOutcome | None = self.results.get(request, worker)
+        outcome: JobOutcome | None = self.results.get(request, self._worker_identity())
         if outcome is None:
             key = (str(target.path), target.name)
             async with self.queue.slot(uri, self.expected_mb.get(key, UNMEASURED_CHECK_MB),
@@ -203,7 +204,9 @@ class Checker:
                                                    lambda data: found_early(target, data))
             if outcome.peak_rss_mb > 0:
                 self.expected_mb[key] = outcome.peak_rss_mb
-            self.results.put(request, worker, outcome)
+            # the worker that ran it: a document opened while the worker started queued
+            # before the worker had a pid
+            self.results.put(request, self._worker_identity(), outcome)
             log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
         else:
             log.debug("check reused: %s %s", target.path, target.name)
@@ -213,6 +216,10 @@ class Checker:
                                  Limits(settings.timeoutSeconds, settings.memoryLimitMB))
         except JobCancelled:
             raise asyncio.CancelledError from None
+
+    def _worker_identity(self) -> str:
+        """Results are reused only from the same worker process (lsp_server/reuse.py)."""
+        return f"{self.server.worker.pid}/{self.server.worker.restarts}"
 
     def _publish(self, uri: str, version: int | None, result: CheckResult,
                  final: bool = True) -> None:

@@ -150,3 +150,29 @@ def test_a_file_nested_too_deeply_to_parse_is_one_diagnostic():
     assert _spans([problem]) == [("ONNX002", 1, 1, 1, 2)]
     assert problem.message == ("Python cannot parse this file: it is nested too deeply "
                                "(RecursionError); it cannot be imported either.")
+
+
+def test_cpythons_spurious_recursion_depth_mismatch_does_not_lose_the_targets(monkeypatch):
+    """CPython 3.11's ast constructor sometimes raises "AST constructor recursion depth
+    mismatch" for a fine source (python/cpython#106905); the language server lost a check to
+    it in tests/lsp/test_random_sequences.py. The parse is tried once more."""
+    import ast
+
+    real_parse = ast.parse
+    raised = []
+
+    def flaky_parse(source, *args, **kwargs):
+        if not raised:
+            raised.append(source)
+            raise SystemError("AST constructor recursion depth mismatch (before=60, after=107)")
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", flaky_parse)
+    found = _discover('''
+        import torch
+
+        # onnx-export: args=(torch.randn(2, 8),), name="mlp"
+        class MLP(torch.nn.Module):
+            pass
+    ''')
+    assert raised and [t.name for t in found.targets] == ["mlp"] and not found.diagnostics
