@@ -18,7 +18,7 @@ def _python(uri: str) -> bool:
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: OnnxLensServer, params: types.DidOpenTextDocumentParams) -> None:
     if _python(params.text_document.uri) and ls.settings.trigger != "manual":
-        ls.request_check(params.text_document.uri, opened=True)
+        ls.request_check(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
