@@ -9,12 +9,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+log = logging.getLogger(__name__)
+
 #: a target's expected peak memory before its first check has been measured
 UNMEASURED_CHECK_MB = 1024
+
+#: A folder opened at once arrives as one didOpen after another, each read on its own: the
+#: first documents would take the places before the one in front of the user is even queued.
+#: So a just-opened document's check waits until no document was opened for this long (at
+#: most OPEN_SETTLE_MAX_SECONDS), and nothing is admitted meanwhile. Edits and saves do not
+#: wait.
+OPEN_SETTLE_SECONDS = 0.05
+OPEN_SETTLE_MAX_SECONDS = 0.5
 
 #: lower sorts first: (rank, tie-break); rank 0 is the active editor's document
 Priority = tuple[int, float]
@@ -26,6 +37,8 @@ class _Ticket:
     estimate_mb: int
     order: int
     admitted: asyncio.Future[None] = field(repr=False)
+    #: queued while documents are being opened: not shown as queued until that settles
+    settling: bool = False
 
 
 def default_slots() -> int:
@@ -65,18 +78,25 @@ class CheckQueue:
         self.most_running = 0  # the largest number of checks that ran at once
         self._orders = itertools.count()
         self._admit_soon: asyncio.Handle | None = None
+        self._settled: asyncio.TimerHandle | None = None
+        self._settling_since: float | None = None
 
     def configure(self, slots: int, budget_mb: int) -> None:
         self.slots, self.budget_mb = max(1, slots), max(1, budget_mb)
         self.reorder()
 
     @contextlib.asynccontextmanager
-    async def slot(self, uri: str, estimate_mb: int) -> AsyncIterator[None]:
+    async def slot(self, uri: str, estimate_mb: int, opened: bool = False
+                   ) -> AsyncIterator[None]:
         """Wait for room to check a target of ``uri``, then hold it until the block ends.
-        A cancelled wait leaves the queue at once (a closed or edited document)."""
+        A cancelled wait leaves the queue at once (a closed or edited document). ``opened``:
+        the document was just opened (see OPEN_SETTLE_SECONDS)."""
         ticket = _Ticket(uri, estimate_mb, next(self._orders),
                          asyncio.get_running_loop().create_future())
         self.waiting.append(ticket)
+        if opened:
+            ticket.settling = True
+            self._settle()
         self.reorder()
         try:
             await ticket.admitted
@@ -96,16 +116,35 @@ class CheckQueue:
         """1 for the document whose check starts next, …; None when none of its checks waits."""
         documents: list[str] = []
         for ticket in self._in_order():
-            if ticket.uri not in documents:
+            if not ticket.settling and ticket.uri not in documents:
                 documents.append(ticket.uri)
         return documents.index(uri) + 1 if uri in documents else None
 
     def reorder(self) -> None:
         """Priorities changed (another editor is active) or room was made: admit what fits,
-        once the messages already received have been handled (a folder opened at once is
-        queued whole before the first check is chosen)."""
+        once the messages already received have been handled and documents are no longer
+        being opened."""
+        if self._settled is not None:
+            return  # admission comes when documents are no longer being opened
         if self._admit_soon is None:
             self._admit_soon = asyncio.get_running_loop().call_soon(self._admit)
+
+    def _settle(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if self._settling_since is None:
+            self._settling_since = now
+        if self._settled is not None:
+            self._settled.cancel()
+        self._settled = loop.call_at(min(now + OPEN_SETTLE_SECONDS,
+                                         self._settling_since + OPEN_SETTLE_MAX_SECONDS),
+                                     self._end_settling)
+
+    def _end_settling(self) -> None:
+        self._settled, self._settling_since = None, None
+        for ticket in self.waiting:
+            ticket.settling = False
+        self.reorder()
 
     def _release(self, ticket: _Ticket) -> None:
         if ticket in self.running:
@@ -127,6 +166,8 @@ class CheckQueue:
             self.running.append(ticket)
             self.most_running = max(self.most_running, len(self.running))
             if not ticket.admitted.done():
+                log.debug("check admitted: %s (%d running, %d waiting)", ticket.uri,
+                          len(self.running), len(self.waiting))
                 ticket.admitted.set_result(None)
         self.on_change()
 

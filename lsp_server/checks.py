@@ -62,22 +62,24 @@ class Checker:
 
     # -- requests ------------------------------------------------------------------------
 
-    def request(self, uri: str, version: int | None, text: str, *, delay: float = 0.0
-                ) -> asyncio.Task[None] | None:
-        """Check the document (after ``delay`` seconds, for typing); cancels older checks."""
+    def request(self, uri: str, version: int | None, text: str, *, delay: float = 0.0,
+                opened: bool = False) -> asyncio.Task[None] | None:
+        """Check the document (after ``delay`` seconds, for typing; ``opened``: it was just
+        opened, lsp_server/admission.py); cancels older checks."""
         self.cancel(uri)
         log.debug("check requested: %s v%s (delay %s)", uri, version, delay)
         state = self.state(uri)
         state.requested_version = version
         if delay > 0:
             loop = asyncio.get_running_loop()
-            self.timers[uri] = loop.call_later(delay, self._start, uri, version, text)
+            self.timers[uri] = loop.call_later(delay, self._start, uri, version, text, opened)
             return None
-        return self._start(uri, version, text)
+        return self._start(uri, version, text, opened)
 
-    def _start(self, uri: str, version: int | None, text: str) -> asyncio.Task[None]:
+    def _start(self, uri: str, version: int | None, text: str,
+               opened: bool = False) -> asyncio.Task[None]:
         self.timers.pop(uri, None)
-        task = asyncio.create_task(self._check(uri, version, text))
+        task = asyncio.create_task(self._check(uri, version, text, opened))
         self.tasks[uri] = task
         task.add_done_callback(lambda done: self._forget(uri, done))
         return task
@@ -103,7 +105,7 @@ class Checker:
 
     # -- one check -----------------------------------------------------------------------
 
-    async def _check(self, uri: str, version: int | None, text: str) -> None:
+    async def _check(self, uri: str, version: int | None, text: str, opened: bool) -> None:
         server = self.server
         path = server.path_of(uri)
         state = self.state(uri)
@@ -123,15 +125,6 @@ class Checker:
         state.checking = True
         server.notify_state()
         server.refresh_code_lens()
-        # a file nobody opened is checked in the background (workspace-wide mode), without
-        # a progress of its own: the workspace check has one
-        progress = await server.progress_begin(f"Checking {path.name}",
-                                               f"{len(found.targets)} export target(s)") \
-            if uri in server.workspace.text_documents else None
-        cancelled = progress.cancelled if progress else None
-        if progress:  # its message changes only while it waits in the queue
-            self._progress[uri] = (progress, "checking")
-            self._queue_changed()
         current = asyncio.current_task()
         early: dict[str, TargetResult] = {}
 
@@ -146,14 +139,28 @@ class Checker:
                             file_diagnostics=list(found.diagnostics), files=[path]),
                 found.targets, text), final=False)
 
+        # Queued before anything is awaited: a folder opened at once is queued whole before
+        # the first check is chosen (lsp_server/admission.py), also while the client answers
+        # the progress requests below.
+        gathered = asyncio.gather(*(self._run_target(uri, text, target, found_early, opened)
+                                    for target in found.targets))
+        # cancelled before it was awaited, it ends with an error nobody reads: not a problem
+        gathered.add_done_callback(lambda done: done.cancelled() or done.exception())
+        progress: Progress | None = None
         try:
-            jobs = [self._run_target(uri, text, target, found_early)
-                    for target in found.targets]
-            gathered = asyncio.gather(*jobs)
-            if cancelled is not None:
-                cancelled.add_done_callback(lambda _: gathered.cancel())
+            # a file nobody opened is checked in the background (workspace-wide mode),
+            # without a progress of its own: the workspace check has one
+            if uri in server.workspace.text_documents:
+                progress = await server.progress_begin(f"Checking {path.name}",
+                                                       f"{len(found.targets)} export target(s)")
+            if progress:  # its message changes only while it waits in the queue
+                self._progress[uri] = (progress, "checking")
+                self._queue_changed()
+                if progress.cancelled is not None:
+                    progress.cancelled.add_done_callback(lambda _: gathered.cancel())
             results = await gathered
         except asyncio.CancelledError:
+            gathered.cancel()
             if progress:
                 self._progress.pop(uri, None)
                 server.progress_end(progress, "Cancelled")
@@ -185,19 +192,20 @@ class Checker:
         return result
 
     async def _run_target(self, uri: str, text: str, target: Target,
-                          found_early: Callable[[Target, dict[str, Any]], None]
-                          ) -> TargetResult:
+                          found_early: Callable[[Target, dict[str, Any]], None],
+                          opened: bool) -> TargetResult:
         request = self.server.job_request("check", target, text, progress=True)
         outcome: JobOutcome | None = self.results.get(request, self._worker_identity())
         if outcome is None:
             key = (str(target.path), target.name)
-            async with self.queue.slot(uri, self.expected_mb.get(key, UNMEASURED_CHECK_MB)):
+            async with self.queue.slot(uri, self.expected_mb.get(key, UNMEASURED_CHECK_MB),
+                                       opened):
                 outcome = await self.server.submit(request,
                                                    lambda data: found_early(target, data))
             if outcome.peak_rss_mb > 0:
                 self.expected_mb[key] = outcome.peak_rss_mb
-            # the worker that ran it: a check that queued while the worker started had no
-            # pid to key on
+            # the worker that ran it: a document opened while the worker started queued
+            # before the worker had a pid
             self.results.put(request, self._worker_identity(), outcome)
             log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from lsprotocol import types
@@ -9,6 +10,8 @@ from lsprotocol import types
 from exporter.source_files import might_have_targets
 from exporter.sourcetext import read_source
 from lsp_server.server import EDITORS_NOTIFICATION, OnnxLensServer, server
+
+log = logging.getLogger(__name__)
 
 
 def _python(uri: str) -> bool:
@@ -18,7 +21,7 @@ def _python(uri: str) -> bool:
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: OnnxLensServer, params: types.DidOpenTextDocumentParams) -> None:
     if _python(params.text_document.uri) and ls.settings.trigger != "manual":
-        ls.request_check(params.text_document.uri)
+        ls.request_check(params.text_document.uri, opened=True)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -63,6 +66,7 @@ def editors_changed(ls: OnnxLensServer, params: Any) -> None:
     ls.focus.active = active if isinstance(active, str) else None
     ls.focus.visible = frozenset(uri for uri in visible if isinstance(uri, str)) \
         if isinstance(visible, list) else frozenset()
+    log.debug("editors: active %s, visible %s", ls.focus.active, sorted(ls.focus.visible))
     ls.checker.queue.reorder()
 
 

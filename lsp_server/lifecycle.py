@@ -101,6 +101,8 @@ async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
             "results": {"checked": ls.checker.results.checked,
                         "reused": ls.checker.results.reused},
             "queue": {"slots": queue.slots, "budgetMB": queue.budget_mb,
-                      "running": len(queue.running), "waiting": len(queue.waiting),
+                      "running": len(queue.running),
+                      "waiting": sum(not t.settling for t in queue.waiting),
+                      "settling": sum(t.settling for t in queue.waiting),
                       "mostRunning": queue.most_running},
             "settings": ls.settings.__dict__}

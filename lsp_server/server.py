@@ -268,6 +268,15 @@ class OnnxLensServer(LanguageServer):
     # -- settings ------------------------------------------------------------------------
 
     async def load_settings(self) -> None:
+        """Read the settings again; a check requested meanwhile waits for them (a setting
+        changed and the file saved at once: the save's check uses the new settings)."""
+        self.settings_loaded.clear()
+        try:
+            await self._load_settings()
+        finally:
+            self.settings_loaded.set()
+
+    async def _load_settings(self) -> None:
         settings = Settings()
         problems: list[str] = []
         # An untrusted workspace's own file sets nothing: where reports go, how long and how
@@ -291,7 +300,7 @@ class OnnxLensServer(LanguageServer):
         previous, self.settings = self.settings, settings
         self.checker.queue.configure(settings.maxConcurrentChecks or default_slots(),
                                      settings.memoryBudgetMB or self.budget_mb)
-        self.settings_loaded.set()
+        self.settings_loaded.set()  # before the workspace check below starts
         if previous.diagnosticMode == "workspace" and settings.diagnosticMode != "workspace":
             self.forget_unopened()
         elif settings.diagnosticMode == "workspace" and previous.diagnosticMode != "workspace" \
@@ -353,12 +362,14 @@ class OnnxLensServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         return discover(self.path_of(uri), document.source).targets
 
-    def request_check(self, uri: str, *, delay: float = 0.0) -> asyncio.Task[None] | None:
+    def request_check(self, uri: str, *, delay: float = 0.0,
+                      opened: bool = False) -> asyncio.Task[None] | None:
         if not self.trusted:
             return None
         self.focus.touch(uri)
         document = self.workspace.get_text_document(uri)
-        return self.checker.request(uri, document.version, document.source, delay=delay)
+        return self.checker.request(uri, document.version, document.source, delay=delay,
+                                    opened=opened)
 
     # -- the workspace-wide mode ---------------------------------------------------------
 

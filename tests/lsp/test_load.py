@@ -150,6 +150,33 @@ async def test_the_active_document_is_checked_first_and_a_closed_one_never(tmp_p
         await stop(client)
 
 
+async def test_in_a_burst_of_opened_documents_the_active_one_is_checked_first(tmp_path):
+    """A folder opened at once, no check running yet: the first documents opened must not
+    take the places before the active one is queued. The server reads one didOpen after
+    another, and a check waited for the client's answer to its progress before it queued;
+    found by bench/run.py --only load, where the active file of 50 took 2.6x a lone check."""
+    first, *paths = write_models(tmp_path, 21, 0.1)
+    client = await start(tmp_path, maxConcurrentChecks=1)
+    try:
+        publishes = record_publishes(client)
+        # the server has read its settings and its worker is ready: nothing holds the burst
+        first_uri = open_file(client, first)
+        await wait_for(lambda: published_order(publishes, [first_uri]) == [first_uri],
+                       what="the first document's diagnostics")
+        uris = [uri_of(path) for path in paths]
+        active = uris[10]
+        client.protocol.notify("onnxlens/editors", {"active": active, "visible": [active]})
+        for path in paths:
+            open_file(client, path)
+        await wait_for(lambda: len(published_order(publishes, uris)) == len(uris),
+                       what="every document's diagnostics")
+        # the active one, then the most recently opened first
+        others = [uri for uri in reversed(uris) if uri != active]
+        assert published_order(publishes, uris) == [active, *others]
+    finally:
+        await stop(client)
+
+
 async def test_check_all_targets_publishes_files_never_opened_and_skips_excluded_ones(tmp_path):
     shutil.copy(FIXTURES / "no_translation" / "model.py", tmp_path / "special.py")
     write_models(tmp_path, 1, 0.0)

@@ -1,11 +1,16 @@
 /**
  * Several slow failing models opened one after another, one check at a time: the file in
  * front of the user is checked before the ones opened earlier that still wait.
+ *
+ * Which file takes the one place first is up to the server (the one in front of the user
+ * when the queue is first read), so the test makes it slow_a's and waits until its check
+ * runs before it opens the rest: then slow_b, slow_c and slow_d wait, and slow_d, the
+ * active one, must go next.
  */
 import { expect, test } from "@playwright/test";
 import * as path from "path";
 import { vscodeSession } from "./session";
-import { openFile, problems, runCommand, screenshot } from "./workbench";
+import { codeLens, openFile, problems, runCommand, screenshot } from "./workbench";
 
 test.describe.configure({ mode: "serial" });
 
@@ -22,10 +27,13 @@ async function filesWithProblems(page: import("@playwright/test").Page): Promise
 
 test("opening several failing models shows the active one's squiggles first", async () => {
   const { page } = session;
-  for (const name of ["slow_a.py", "slow_b.py", "slow_c.py", "slow_d.py"]) {
+  await openFile(page, "slow_a.py");
+  await expect(codeLens(page, /ONNX · checking/)).toBeVisible({ timeout: 60_000 });
+  for (const name of ["slow_b.py", "slow_c.py", "slow_d.py"]) {
     await openFile(page, name);
   }
-  // slow_a took the one place while the others opened; slow_d is in front of the user
+  // slow_a still holds the place (its check takes over eight seconds); slow_d is next
+  await expect(codeLens(page, /ONNX · queued \(#1\)/)).toBeVisible({ timeout: 5_000 });
   const seen: string[] = [];
   await expect
     .poll(async () => {
