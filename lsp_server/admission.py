@@ -23,7 +23,7 @@ UNMEASURED_CHECK_MB = 1024
 #: first documents would take the places before the one in front of the user is even queued.
 #: So a just-opened document's check waits until no document was opened for this long (at
 #: most OPEN_SETTLE_MAX_SECONDS), and nothing is admitted meanwhile. Edits and saves do not
-#: wait.
+#: start such a wait (a check they request during one waits for its end).
 OPEN_SETTLE_SECONDS = 0.05
 OPEN_SETTLE_MAX_SECONDS = 0.5
 
