@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from exporter.diagnostics import Diagnostic, Location, Related
+from exporter.rules import Severity
 from exporter.source_map import Frame, Mapped, map_frames, parse_stack_trace
 from exporter.targets import Target
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     import onnxruntime as ort
     import torch
 
+    from exporter.dynamic_dims import Narrowed
     from exporter.session import ExportSession
 
 
@@ -56,6 +58,8 @@ class Captured:
 
     program: torch.export.ExportedProgram
     strategy: str  # "non-strict", "strict" or "draft"
+    # declared dynamic dimensions the graph is valid for over a narrower range (ONNX107)
+    narrowed: tuple[Narrowed, ...] = ()
 
     @property
     def draft_only(self) -> bool:
@@ -153,6 +157,7 @@ class CheckContext:
         hint: str | None = None,
         data: dict[str, Any] | None = None,
         related: tuple[Related, ...] = (),
+        severity: Severity | None = None,
     ) -> Diagnostic:
         """Record a diagnostic; with no user location it lands on the target's name."""
         if isinstance(where, Mapped):
@@ -167,8 +172,8 @@ class CheckContext:
                 Location(self.target.path, self.target.definition),
                 f"while checking the export target `{self.target.name}`"))
         diagnostic = Diagnostic(
-            rule, message, location, target=self.target.name, related=chain,
-            hint=hint, data=data or {},
+            rule, message, location, target=self.target.name, severity=severity,
+            related=chain, hint=hint, data=data or {},
         )
         self.diagnostics.append(diagnostic)
         return diagnostic

@@ -53,7 +53,7 @@ def stack_frames(stack: list[dict[str, Any]], files: dict[int, str]) -> list[Fra
     return frames
 
 
-def _pretty_source(source: str) -> str:
+def pretty_source(source: str) -> str:
     """``L['x'].size()[0]`` → ``x.shape[0]``; ``L['args'][0]`` → ``args[0]``."""
     text = re.sub(r"L\['([^']+)'\]", r"\1", source)
     text = re.sub(r"\['([A-Za-z_]\w*)'\]", r"['\1']", text)
@@ -65,7 +65,7 @@ def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
     """ONNX102 at the line where a declared dynamic dimension got specialized."""
     where = ctx.map_frames(stack_frames(data.get("user_stack") or data.get("stack") or [], files))
     sources = data.get("symbol_to_sources") or {}
-    described = ", ".join(f"`{_pretty_source(src)}`" for src in sources.values()) or "a dimension"
+    described = ", ".join(f"`{pretty_source(src)}`" for src in sources.values()) or "a dimension"
     suggestion = data.get("new_dynamic_shapes")
     message = (f"{prefix + ' ' if prefix else ''}{described}, declared dynamic, is specialized "
                f"or constrained here (guard `{data.get('expr')}`): the exported graph would only "
@@ -157,3 +157,32 @@ def _suggestion_source(suggestion: Any) -> str:
         return repr(value)
 
     return render(suggestion)
+
+
+def strictly_dynamic(model: Any, args: tuple, kwargs: dict[str, Any], spec: Any) -> Any:
+    """``spec`` with every declared dimension ``Dim.DYNAMIC`` (no range, no ``Dim.AUTO``):
+    a capture with it reports each guard that specializes or bounds a dimension (which
+    ``Dim.AUTO`` and torch.onnx's refined shapes accept silently)."""
+    import inspect
+
+    import torch
+
+    def convert(value: Any, sub_spec: Any) -> Any:
+        if sub_spec is None:
+            return None
+        if isinstance(value, torch.Tensor):
+            if isinstance(sub_spec, dict):
+                return {axis: None if d is None else torch.export.Dim.DYNAMIC
+                        for axis, d in sub_spec.items()}
+            return [None if d is None else torch.export.Dim.DYNAMIC for d in sub_spec]
+        if isinstance(value, dict) and isinstance(sub_spec, dict):
+            return {key: convert(value.get(key), item) for key, item in sub_spec.items()}
+        if isinstance(value, (list, tuple)) and isinstance(sub_spec, (list, tuple)):
+            return type(sub_spec)(convert(v, s) for v, s in zip(value, sub_spec))
+        return sub_spec
+
+    bound = inspect.signature(model.forward).bind(*args, **kwargs)
+    values = list(bound.arguments.items())
+    if isinstance(spec, dict) and not all(isinstance(k, int) for k in spec):
+        return {name: convert(value, spec.get(name)) for name, value in values if name in spec}
+    return type(spec)(convert(value, s) for (_, value), s in zip(values, spec))

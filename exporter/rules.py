@@ -130,6 +130,16 @@ _RULES = [
          "example inputs. Later stages checked that assumed graph, which is wrong for "
          "inputs that take another path at the marked line.",
          "Fix the capture problem reported at the same line."),
+    Rule("ONNX107", "dynamic-range-narrowed", "capture", _E,
+         "The exported graph holds for only part of a declared dynamic range.",
+         "torch.export found a guard that bounds a dimension declared dynamic (a branch on "
+         "its size, an assertion) and torch.onnx.export accepted the narrower range without "
+         "an error. The ONNX model keeps the dimension dynamic and checks nothing, so at "
+         "sizes outside that range it runs and can give wrong results. An error where the "
+         "dimension was named; a warning for `Dim.AUTO`, unless a run at a declared size "
+         "shows the model wrong.",
+         "Export both paths with `torch.cond` where the code branches on the size, or "
+         "declare the range the model is valid for (`Dim(\"seq\", min=10)`)."),
     Rule("ONNX201", "no-onnx-translation", "translate", _E,
          "The operator has no ONNX translation.",
          "No function in the torchlib registry (or in `custom_translation_table`) "

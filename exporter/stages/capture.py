@@ -19,6 +19,7 @@ from exporter.example_inputs import fresh_copy
 from exporter.locating import report_guard, stack_frames
 from exporter.source_map import Frame, Mapped, exception_frames
 from exporter.sourcetext import node_range, parse_python, source_lines
+from exporter.stages import soundness
 from exporter.stages.base import StageFailed
 
 # (rule, pattern in "ExceptionType: message") for failures a draft export cannot attribute.
@@ -39,7 +40,8 @@ def run(ctx: CheckContext) -> None:
                                     dynamic_shapes)
     captured = next((a for a in attempts if a.program is not None), None)
     if captured is not None and captured.program is not None:
-        ctx.captured = Captured(captured.program, captured.strategy)
+        narrowed = soundness.report_narrowed(ctx, captured.program)
+        ctx.captured = Captured(captured.program, captured.strategy, narrowed)
         ctx.summary["capture_strategy"] = captured.strategy
         return
     # Every strategy torch.onnx.export tries failed: the export fails here. A draft export

@@ -1,12 +1,15 @@
-"""Stage 7: when dynamic dimensions are declared, run PyTorch and ONNX Runtime again at another
-size. A declared dimension that became static, or a failure or wrong result at the other size,
-is reported where it happened. The inputs at the other size repeat the example's own values
-(``example_inputs.resized``), so they stay valid for the model."""
+"""Stage 7: when dynamic dimensions are declared, run PyTorch and ONNX Runtime again at other
+sizes: the lower bound of each declared range, and a larger size. A declared dimension that
+became static, or a failure or wrong result at another size, is reported where it happened; a
+failure at a size outside the range the capture narrowed the dimension to confirms that
+narrowing (ONNX107) instead of being reported apart. The inputs at another size repeat (or cut)
+the example's own values (``example_inputs.resized``), so they stay valid for the model."""
 
 from __future__ import annotations
 
-import inspect
 import logging
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -14,49 +17,145 @@ import torch
 from exporter import ort_runner, torch_compat
 from exporter.comparing import compare_outputs
 from exporter.context import CheckContext
+from exporter.dynamic_dims import DeclaredDims, Narrowed, declared_dims
 from exporter.example_inputs import fresh_copy, resized
-from exporter.locating import report_at_node, report_guard
+from exporter.locating import report_at_node, report_guard, strictly_dynamic
+from exporter.rules import Severity
 from exporter.source_map import exception_frames
 from exporter.stages.base import StageSkipped
 
-# flat tensor index -> {axis: dimension name}
-DeclaredDims = dict[int, dict[int, str]]
+#: the larger size: the example's size plus this (within the declared maximum)
+LARGER_BY = 3
+LOWER = "the lower bound of the declared range"
+LARGER = "a larger size"
+
+
+@dataclass(frozen=True)
+class SizeRun:
+    """One run at other sizes: each declared dimension's size, and why these sizes."""
+
+    sizes: dict[str, int]
+    why: str  # "the lower bound of the declared range", "a larger size"
+
+    @property
+    def where(self) -> str:
+        return " at " + ", ".join(f"{name}={size}" for name, size in self.sizes.items())
+
+    @property
+    def situation(self) -> str:
+        return f"{self.where} ({self.why}; the example inputs repeated or cut along those axes)"
 
 
 def run(ctx: CheckContext) -> None:
     loaded = ctx.need_loaded()
+    if ctx.need_captured().draft_only:
+        # The graph is a draft export's, not a model torch.onnx.export makes: a failure at
+        # another size would follow from the capture errors, not show a problem of its own.
+        raise StageSkipped("capture failed: the draft export's graph is not the exporter's "
+                           "model (see the capture errors)")
     declared = declared_dims(loaded.model, loaded.args, loaded.kwargs, loaded.dynamic_shapes)
     if not declared:
         raise StageSkipped("no dynamic dimensions declared")
     inputs = [t for t in ort_runner.flat_inputs(loaded.args, loaded.kwargs)
               if isinstance(t, torch.Tensor)]
     _report_static_dims(ctx, declared)
-    sizes = _other_sizes(inputs, declared)
-    new_args, new_kwargs = _resized_inputs(loaded.args, loaded.kwargs, declared, sizes)
-    situation = (" at another size (" + ", ".join(f"{n}={s}" for n, s in sizes.items())
-                 + "; the example inputs repeated along those axes)")
+    runs = size_runs(inputs, declared)
+    if not runs:
+        raise StageSkipped("no other size within the declared ranges")
+    for size_run in runs:
+        if not _run_at(ctx, declared, size_run):
+            return
+
+
+def _run_at(ctx: CheckContext, declared: DeclaredDims, size_run: SizeRun) -> bool:
+    """Run at ``size_run``'s sizes in both runtimes; False when a problem was reported."""
+    loaded = ctx.need_loaded()
+    new_args, new_kwargs = _resized_inputs(loaded.args, loaded.kwargs, declared, size_run.sizes)
+    situation = size_run.situation
     eager_args, eager_kwargs = fresh_copy(new_args, new_kwargs)
     try:
         with torch.no_grad():
             eager = loaded.model(*eager_args, **eager_kwargs)
     except Exception as error:
         reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        if size_run.why != LARGER:
+            # The model itself does not take the smallest declared size (a window, a kernel
+            # larger than 2): not a problem of the export; the larger size is still run.
+            ctx.summary.setdefault("dynamic_not_run", []).append(
+                f"PyTorch itself fails{situation}: {reason}")
+            return True
         if any(d.rule == "ONNX102" for d in ctx.diagnostics):
             raise StageSkipped(f"PyTorch itself fails{situation} (see ONNX102): {reason}") from None
         ctx.report("ONNX403", f"PyTorch itself fails{situation}: {reason}",
                    ctx.map_frames(exception_frames(error)))
-        return
+        return False
+    before = len(ctx.diagnostics)
     try:
         outputs = ort_runner.run(ctx.need_ran().session,
                                  ort_runner.flat_inputs(*fresh_copy(new_args, new_kwargs)))
     except Exception as error:
+        if _confirm_narrowing(ctx, size_run, f"ONNX Runtime fails: {str(error).splitlines()[0]}"):
+            return False
         specialized = [d.location for d in ctx.diagnostics if d.rule == "ONNX102"]
         report_at_node(ctx, "ONNX403", f"ONNX Runtime fails{situation}", str(error),
                        fallback=specialized[-1] if specialized else None)
+        if not specialized:
+            _locate_specialization(ctx, "The exported graph depends on the example size:")
+        return False
+    if compare_outputs(ctx, eager, outputs, new_args, new_kwargs, rule="ONNX403",
+                       situation=situation):
+        return True
+    mismatch = ctx.diagnostics[before].message if len(ctx.diagnostics) > before else ""
+    if _confirm_narrowing(ctx, size_run, mismatch, drop_from=before):
+        return False
+    _locate_specialization(ctx, "The exported graph depends on the example size:")
+    return False
+
+
+def _confirm_narrowing(ctx: CheckContext, size_run: SizeRun, what: str,
+                       drop_from: int | None = None) -> bool:
+    """A failure at a size outside the range the capture narrowed a dimension to is that
+    narrowing's consequence: its ONNX107 says so (and is an error, whatever was declared)
+    instead of a separate ONNX403."""
+    narrowed = [n for n in ctx.need_captured().narrowed
+                if n.dim.name in size_run.sizes and not n.valid.holds(size_run.sizes[n.dim.name])]
+    if not narrowed:
+        return False
+    if drop_from is not None:
+        del ctx.diagnostics[drop_from:]
+    what = what.replace(size_run.situation, "").strip()
+    for item in narrowed:
+        _upgrade(ctx, item, f" Confirmed{size_run.where} ({size_run.why}): {what}")
+    return True
+
+
+def _upgrade(ctx: CheckContext, narrowed: Narrowed, confirmation: str) -> None:
+    index = next((i for i, d in enumerate(ctx.diagnostics) if d is narrowed.diagnostic), None)
+    if index is None:
         return
-    if not compare_outputs(ctx, eager, outputs, new_args, new_kwargs, rule="ONNX403",
-                           situation=situation):
-        _locate_specialization(ctx, "The exported graph depends on the example size:")
+    diagnostic = ctx.diagnostics[index]
+    ctx.diagnostics[index] = replace(diagnostic, message=diagnostic.message + confirmation,
+                                     severity=Severity.ERROR,
+                                     data={**diagnostic.data, "confirmed": True})
+
+
+def size_runs(inputs: list[torch.Tensor], declared: DeclaredDims) -> list[SizeRun]:
+    """The lower bound of every declared range, then a larger size; a run that would feed
+    only the example's sizes is left out."""
+    example: dict[str, int] = {}
+    lower: dict[str, int] = {}
+    larger: dict[str, int] = {}
+    for index, axes in declared.items():
+        for axis, dim in axes.items():
+            if dim.name in example or axis >= inputs[index].dim():
+                continue
+            size = int(inputs[index].shape[axis])
+            example[dim.name] = size
+            lower[dim.name] = dim.low
+            high = dim.high if not math.isinf(dim.high) else size + LARGER_BY
+            larger[dim.name] = int(min(size + LARGER_BY, high))
+    return [SizeRun(sizes, why) for sizes, why in ((lower, LOWER), (larger, LARGER))
+            if sizes != example]
 
 
 def _report_static_dims(ctx: CheckContext, declared: DeclaredDims) -> None:
@@ -69,9 +168,9 @@ def _report_static_dims(ctx: CheckContext, declared: DeclaredDims) -> None:
             continue
         dims = graph_inputs[index].type.tensor_type.shape.dim
         static.extend(
-            f"`{name}` (axis {axis} of input `{graph_inputs[index].name}`, fixed to "
+            f"`{dim.name}` (axis {axis} of input `{graph_inputs[index].name}`, fixed to "
             f"{dims[axis].dim_value})"
-            for axis, name in axes.items()
+            for axis, dim in axes.items()
             if axis < len(dims) and not dims[axis].HasField("dim_param")
         )
     if not static:
@@ -85,7 +184,7 @@ def _locate_specialization(ctx: CheckContext, headline: str) -> bool:
     """Re-capture with every declared dimension strictly dynamic to find the line that
     specialized it (``Dim.AUTO`` lets torch.export do that silently)."""
     loaded = ctx.need_loaded()
-    strict_spec = _strictly_dynamic(loaded.model, loaded.args, loaded.kwargs,
+    strict_spec = strictly_dynamic(loaded.model, loaded.args, loaded.kwargs,
                                     loaded.dynamic_shapes)
     args, kwargs = fresh_copy(loaded.args, loaded.kwargs)
     try:
@@ -106,79 +205,6 @@ def _locate_specialization(ctx: CheckContext, headline: str) -> bool:
     return found
 
 
-def _strictly_dynamic(model: Any, args: tuple, kwargs: dict[str, Any], spec: Any) -> Any:
-    def convert(value: Any, sub_spec: Any) -> Any:
-        if sub_spec is None:
-            return None
-        if isinstance(value, torch.Tensor):
-            if isinstance(sub_spec, dict):
-                return {axis: None if d is None else torch.export.Dim.DYNAMIC
-                        for axis, d in sub_spec.items()}
-            return [None if d is None else torch.export.Dim.DYNAMIC for d in sub_spec]
-        if isinstance(value, dict) and isinstance(sub_spec, dict):
-            return {key: convert(value.get(key), item) for key, item in sub_spec.items()}
-        if isinstance(value, (list, tuple)) and isinstance(sub_spec, (list, tuple)):
-            return type(sub_spec)(convert(v, s) for v, s in zip(value, sub_spec))
-        return sub_spec
-
-    bound = inspect.signature(model.forward).bind(*args, **kwargs)
-    values = list(bound.arguments.items())
-    if isinstance(spec, dict) and not all(isinstance(k, int) for k in spec):
-        return {name: convert(value, spec.get(name)) for name, value in values if name in spec}
-    return type(spec)(convert(value, s) for (_, value), s in zip(values, spec))
-
-
-def declared_dims(model: Any, args: tuple, kwargs: dict[str, Any], spec: Any) -> DeclaredDims:
-    """Which axes of which flattened input tensors ``dynamic_shapes`` declares dynamic."""
-    if spec is None:
-        return {}
-    try:
-        bound = inspect.signature(model.forward).bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        return {}
-    values = list(bound.arguments.items())
-    if isinstance(spec, dict) and not all(isinstance(k, int) for k in spec):
-        pairs = [(value, spec.get(name)) for name, value in values]
-    else:
-        pairs = list(zip([value for _, value in values], spec))
-    by_identity: dict[int, dict[int, str]] = {}
-    for value, sub_spec in pairs:
-        _walk(value, sub_spec, by_identity)
-    tensors = [t for t in ort_runner.flat_inputs(args, kwargs) if isinstance(t, torch.Tensor)]
-    return {index: by_identity[id(t)] for index, t in enumerate(tensors) if id(t) in by_identity}
-
-
-def _walk(value: Any, spec: Any, found: dict[int, dict[int, str]]) -> None:
-    if spec is None:
-        return
-    if isinstance(value, torch.Tensor):
-        axes = spec.items() if isinstance(spec, dict) else enumerate(spec)
-        dims = {int(axis): _dim_name(dim, axis) for axis, dim in axes if dim is not None}
-        if dims:
-            found[id(value)] = dims
-    elif isinstance(value, dict) and isinstance(spec, dict):
-        for key, item in value.items():
-            _walk(item, spec.get(key), found)
-    elif isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
-        for item, sub_spec in zip(value, spec):
-            _walk(item, sub_spec, found)
-
-
-def _dim_name(dim: Any, axis: int) -> str:
-    if isinstance(dim, str):
-        return dim
-    return str(getattr(dim, "__name__", None) or f"dim{axis}")
-
-
-def _other_sizes(inputs: list[torch.Tensor], declared: DeclaredDims) -> dict[str, int]:
-    sizes: dict[str, int] = {}
-    for index, axes in declared.items():
-        for axis, name in axes.items():
-            if name not in sizes and axis < inputs[index].dim():
-                sizes[name] = int(inputs[index].shape[axis]) + 3
-    return sizes
-
-
 def _resized_inputs(args: tuple, kwargs: dict[str, Any], declared: DeclaredDims,
                     sizes: dict[str, int]) -> tuple[tuple, dict[str, Any]]:
     tensors = [t for t in ort_runner.flat_inputs(args, kwargs) if isinstance(t, torch.Tensor)]
@@ -186,9 +212,9 @@ def _resized_inputs(args: tuple, kwargs: dict[str, Any], declared: DeclaredDims,
     for index, axes in declared.items():
         original = tensors[index]
         shape = list(original.shape)
-        for axis, name in axes.items():
+        for axis, dim in axes.items():
             if axis < len(shape):
-                shape[axis] = sizes[name]
+                shape[axis] = sizes[dim.name]
         replacements[id(original)] = resized(original, shape)
 
     def swap(value: Any) -> Any:

@@ -12,7 +12,7 @@ from exporter import shortcuts, torch_compat
 from exporter.context import CheckContext, Translated
 from exporter.diagnostics import Related
 from exporter.onnx_nodes import op_histogram, value_infos
-from exporter.source_map import exception_frames, is_user_frame
+from exporter.source_map import exception_frames, is_user_frame, parse_stack_trace
 from exporter.stages.base import StageFailed
 from exporter.weights_apart import PROTOBUF_LIMIT, SplitModel, split_weights
 
@@ -46,6 +46,7 @@ def run(ctx: CheckContext) -> None:
                        ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
                        data={"operator": op})
         raise StageFailed from error
+    restore_user_stacks(decomposed, captured.program)
     ctx.decomposed = decomposed
 
     missing = torch_compat.unsupported_nodes(decomposed, registry)
@@ -83,6 +84,71 @@ def run(ctx: CheckContext) -> None:
     torch_compat.rename_dynamic_axes(onnx_program, ctx.need_loaded().dynamic_shapes)
     ctx.translated = _finish(ctx, onnx_program)
     _report_opset(ctx, opset)
+
+
+def restore_user_stacks(decomposed: Any, captured: Any) -> None:
+    """Give each decomposed node whose stack trace is generated code the user's trace of the
+    captured node it came from. torch.onnx's decomposition re-traces the graph: a region under
+    ``torch.no_grad()`` (a decorator on ``forward``, say) is a higher-order-operator subgraph in
+    the captured program, and its inlined nodes get an ``<eval_with_key>`` frame as their only
+    stack. What ONNX Runtime and the later stages report is then located through these traces
+    (the ONNX nodes' ``pkg.torch.onnx.stack_trace`` metadata is written from them)."""
+    index: dict[str, str] | None = None
+    for node in decomposed.graph.nodes:
+        if node.op != "call_function" or not _generated(node.meta.get("stack_trace")):
+            continue
+        index = index if index is not None else _user_stacks(captured)
+        for name in _provenance(node):
+            if name in index:
+                node.meta["stack_trace"] = index[name]
+                break
+
+
+def _generated(stack_trace: str | None) -> bool:
+    """No frame of the trace is in a real file (``File "<eval_with_key>.54"`` only)."""
+    frames = parse_stack_trace(stack_trace)
+    return not any(not str(frame.path).startswith("<") for frame in frames)
+
+
+def _user_stacks(program: Any) -> dict[str, str]:
+    """FX node name -> its stack trace, over the captured graph and its subgraphs; a
+    higher-order operator's node (no trace of its own) gets the first trace of its body."""
+    import torch
+
+    index: dict[str, str] = {}
+    bodies: dict[str, str] = {}
+    for module_name, module in program.graph_module.named_modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            trace = node.meta.get("stack_trace")
+            if trace and not _generated(trace):
+                index.setdefault(node.name, trace)
+                if module_name:
+                    bodies.setdefault(module_name.rpartition(".")[2], trace)
+    for node in program.graph.nodes:
+        if node.name in index or not isinstance(node.target, torch._ops.HigherOrderOperator):
+            continue
+        for argument in node.args:
+            body = getattr(argument, "target", None)
+            if isinstance(argument, torch.fx.Node) and argument.op == "get_attr" \
+                    and body in bodies:
+                index[node.name] = bodies[str(body)]
+                break
+    return index
+
+
+def _provenance(node: Any) -> list[str]:
+    """The names of the nodes ``node`` was made from (``meta["from_node"]``), nearest first."""
+    names: list[str] = []
+    queue = list(node.meta.get("from_node") or [])
+    while queue:
+        source = queue.pop(0)
+        name = getattr(source, "name", None)
+        if isinstance(name, str) and name not in names:
+            names.append(name)
+        queue.extend(getattr(source, "from_node", None) or [])
+    return names
 
 
 def requested_opset(ctx: CheckContext) -> int:

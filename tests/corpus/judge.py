@@ -29,7 +29,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "import": ("ONNX0",), "annotation": ("ONNX0",), "build": ("ONNX0",), "eager": ("ONNX0",),
     "capture": ("ONNX1",), "translate": ("ONNX2",), "export": ("ONNX1", "ONNX2"),
     "checker": ("ONNX3",), "ort_session": ("ONNX401",), "ort_run": ("ONNX402",),
-    "dynamic": ("ONNX403", "ONNX102"), "mismatch": ("ONNX5",),
+    "dynamic": ("ONNX403", "ONNX102", "ONNX107"), "mismatch": ("ONNX5",),
 }
 _NOT_USER_CODE = ("site-packages", "/.venv/", "/tests/corpus/", "<frozen", "<string>")
 

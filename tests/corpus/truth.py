@@ -10,9 +10,14 @@ it: import the file, build the model and its inputs, ``model.eval()``, export wi
 options the annotation gives, create a CPU ``InferenceSession`` from the model proto, run it on
 fresh copies of the example inputs and compare with eager PyTorch (run on its own fresh copies,
 with a copy of the model taken before the export). When the annotation declares dynamic
-dimensions, eager PyTorch and ONNX Runtime run again at another size, the example inputs tiled
-along every declared axis so that their values stay valid (ids in range, masks keep their
-pattern).
+dimensions, eager PyTorch and ONNX Runtime run again at the lower bound of every declared range
+(never below 2: torch.export treats sizes 0 and 1 apart) and at a larger size, the example
+inputs tiled (or cut) along every declared axis so that their values stay valid (ids in range,
+masks keep their pattern); a size at which eager PyTorch itself fails is not the exporter's
+problem and is skipped. A named dimension (a ``Dim``, a string, ``Dim.DYNAMIC``; not
+``Dim.AUTO``) for which the plain exporter's own program (``range_constraints``) holds over a
+narrower range than declared fails too: torch.onnx.export narrowed it silently, from
+torch.export's suggested fixes, and the model it wrote does not check it.
 
 :func:`run_truth` runs that in a subprocess (the module's ``main``) with a timeout and caches
 the result under ``~/.cache/onnxlens/truth/``.
@@ -111,6 +116,7 @@ class OutputCheck:
 @dataclass
 class SizeRun:
     sizes: dict[str, int]  # "input[axis]" -> size, for the declared axes
+    why: str = ""  # "lower bound", "larger"
     outputs: list[OutputCheck] = field(default_factory=list)
     problem: str = ""  # why it did not match ("" when it did)
 
@@ -124,6 +130,7 @@ class TruthResult:
     failure: Failure | None = None
     note: str = ""
     example: SizeRun | None = None
+    lower_bound: SizeRun | None = None
     other_size: SizeRun | None = None
     export_seconds: float = 0.0
     ort_seconds: float = 0.0
@@ -371,12 +378,17 @@ def _fresh(value: Any) -> Any:
 
 # -- dynamic dimensions ----------------------------------------------------------------------
 
+#: torch.export treats sizes 0 and 1 apart: a declared range is judged from 2 up
+SMALLEST_JUDGED_SIZE = 2
+
+
 @dataclass
 class DeclaredAxis:
     label: str  # "x[0]"
     axis: int
     low: int
     high: int
+    named: bool = True  # False for Dim.AUTO (the user let torch decide)
 
 
 def _bounds(dim: Any) -> tuple[int, int]:
@@ -406,7 +418,8 @@ def declared_axes(model: Any, args: tuple, kwargs: dict[str, Any],
             return
         if isinstance(value, torch.Tensor):
             items = sub.items() if isinstance(sub, dict) else enumerate(sub)
-            axes = [DeclaredAxis(f"{label}[{axis}]", int(axis), *_bounds(dim))
+            axes = [DeclaredAxis(f"{label}[{axis}]", int(axis), *_bounds(dim),
+                                 named=dim is not torch.export.Dim.AUTO)
                     for axis, dim in items
                     if dim is not None and dim is not torch.export.Dim.STATIC
                     and not isinstance(dim, int)]
@@ -430,8 +443,12 @@ def declared_axes(model: Any, args: tuple, kwargs: dict[str, Any],
 
 # Another size for a declared axis of example size n: twice the example (the example
 # concatenated with itself), else one more (with its own first slice appended), else one less.
-_OTHER_SIZES: tuple[Callable[[int], int], ...] = (
-    lambda n: 2 * n, lambda n: n + 1, lambda n: n - 1 if n > 2 else n)
+_OTHER_SIZES: tuple[Callable[[int, DeclaredAxis], int], ...] = (
+    lambda n, axis: 2 * n, lambda n, axis: n + 1, lambda n, axis: n - 1 if n > 2 else n)
+
+
+def _lower_bound(n: int, axis: DeclaredAxis) -> int:
+    return max(axis.low, SMALLEST_JUDGED_SIZE)
 
 
 def _tile(tensor: Any, axis: int, size: int) -> Any:
@@ -445,7 +462,8 @@ def _tile(tensor: Any, axis: int, size: int) -> Any:
 
 
 def _resized(args: tuple, kwargs: dict[str, Any], declared: dict[int, list[DeclaredAxis]],
-             rule: Callable[[int], int]) -> tuple[tuple, dict[str, Any], dict[str, int]] | None:
+             rule: Callable[[int, DeclaredAxis], int],
+             ) -> tuple[tuple, dict[str, Any], dict[str, int]] | None:
     import torch
     from torch.utils import _pytree
 
@@ -459,7 +477,7 @@ def _resized(args: tuple, kwargs: dict[str, Any], declared: dict[int, list[Decla
         for axis in declared[id(value)]:
             if axis.axis >= value.dim():
                 continue
-            size = rule(int(value.shape[axis.axis]))
+            size = rule(int(value.shape[axis.axis]), axis)
             if not axis.low <= size <= axis.high:
                 raise ValueError(f"{axis.label}: {size} is outside the declared range")
             changed = changed or size != value.shape[axis.axis]
@@ -548,6 +566,7 @@ def _evaluate(path: Path, root: Path, target: Any, result: TruthResult) -> None:
     if result.example.problem:
         raise PhaseFailed("mismatch", message=result.example.problem)
     _other_size(built, reference, session, result)
+    _narrowed_ranges(built, program)
 
 
 _PROTOBUF_LIMIT = 2**31 - 1
@@ -569,6 +588,8 @@ def _saved_if_huge(program: Any, proto: Any) -> str | None:
 
 
 def _other_size(built: Built, reference: Any, session: Any, result: TruthResult) -> None:
+    """The run at the lower bound of the declared ranges, then at a larger size (the first
+    of ``_OTHER_SIZES`` eager PyTorch takes)."""
     import torch
 
     with _phase("dynamic"):
@@ -577,7 +598,10 @@ def _other_size(built: Built, reference: Any, session: Any, result: TruthResult)
     if not declared:
         return
     eager_failures = []
-    for rule in _OTHER_SIZES:
+    candidates = [("lower bound", _lower_bound)] + [("larger", rule) for rule in _OTHER_SIZES]
+    for why, rule in candidates:
+        if why == "larger" and result.other_size is not None:
+            break
         resized = _resized(built.args, built.kwargs, declared, rule)
         if resized is None:
             continue
@@ -589,16 +613,65 @@ def _other_size(built: Built, reference: Any, session: Any, result: TruthResult)
             eager_failures.append(f"{sizes}: {type(error).__name__}: "
                                   f"{str(error).strip().splitlines()[0] if str(error) else ''}")
             continue
-        result.other_size = SizeRun(sizes)
+        run = SizeRun(sizes, why)
+        if why == "lower bound":
+            result.lower_bound = run
+        else:
+            result.other_size = run
         with _phase("dynamic"):
             outputs = session.run(None, _feeds(session, _fresh(args), _fresh(kwargs)))
-        _compare(eager, outputs, built.options, result.other_size)
-        if result.other_size.problem:
-            raise PhaseFailed("dynamic", message=f"at {sizes}: {result.other_size.problem}")
-        return
-    result.note = ("dynamic dims not checked: eager PyTorch fails at every other size tried ("
-                   + "; ".join(eager_failures)[:500] + ")") if eager_failures else \
-        "dynamic dims not checked: no other size within the declared ranges"
+        _compare(eager, outputs, built.options, run)
+        if run.problem:
+            raise PhaseFailed("dynamic", message=f"at {sizes} ({why}): {run.problem}")
+    if result.lower_bound is None and result.other_size is None:
+        result.note = ("dynamic dims not checked: eager PyTorch fails at every other size "
+                       "tried (" + "; ".join(eager_failures)[:500] + ")") if eager_failures \
+            else "dynamic dims not checked: no other size within the declared ranges"
+
+
+def _narrowed_ranges(built: Built, program: Any) -> None:
+    """A named dimension whose range in the plain exporter's own program is narrower than
+    declared fails (see the module's docstring)."""
+    from torch.utils import _pytree
+
+    with _phase("dynamic"):
+        declared = declared_axes(built.model, built.args, built.kwargs,
+                                 built.options.get("dynamic_shapes"))
+        exported = getattr(program, "exported_program", None)
+        if not declared or exported is None:
+            return
+        given = (built.args, built.kwargs) if built.kwargs_given else (built.args,)
+        leaves = _pytree.tree_leaves(given)
+        inputs = set(exported.graph_signature.user_inputs)
+        placeholders = [n for n in exported.graph.nodes
+                        if n.op == "placeholder" and n.name in inputs]
+        if len(leaves) != len(placeholders):
+            return
+        constraints = exported.range_constraints
+    for leaf, node in zip(leaves, placeholders):
+        for axis in declared.get(id(leaf), []):
+            shape = getattr(node.meta.get("val"), "shape", None)
+            if not axis.named or shape is None or axis.axis >= len(shape):
+                continue
+            bounds = constraints.get(getattr(getattr(shape[axis.axis], "node", None), "expr",
+                                             None))
+            if bounds is None:
+                continue  # fixed to one size, or an expression: the runs at other sizes judge
+            low, high = _number(bounds.lower), _number(bounds.upper)
+            declared_low = max(axis.low, SMALLEST_JUDGED_SIZE)
+            declared_high = float("inf") if axis.high >= 1 << 62 else axis.high
+            if low > declared_low or high < declared_high:
+                raise PhaseFailed("dynamic", message=(
+                    f"{axis.label}: declared [{declared_low}, {declared_high:g}], but "
+                    f"torch.onnx.export's program holds for [{low:g}, {high:g}] only "
+                    "(range_constraints)"))
+
+
+def _number(bound: Any) -> float:
+    try:
+        return float(bound)
+    except (TypeError, ValueError):
+        return float("inf")
 
 
 # -- entry points ----------------------------------------------------------------------------
