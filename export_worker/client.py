@@ -307,7 +307,8 @@ class WorkerClient:
 
 def _ended(returncode: int | None) -> str:
     if returncode == RESTART_STATUS:
-        return "the export worker was replaced: the installed packages changed"
+        return ("the export worker was replaced: the installed packages changed, or its warm "
+                "imports changed global state")
     if returncode is not None and returncode < 0:
         try:
             return f"the export worker was killed by {signal.Signals(-returncode).name}"

@@ -16,7 +16,8 @@ starts a thread, is imported by each job. It multiplexes its pipes with ``select
 thread.
 
 Protocol: ``export_worker.messages``, one message per line: requests on stdin, events on the
-original stdout (the jobs' own prints go to stderr). docs/architecture.md describes it.
+original stdout (the jobs' own prints go to stderr; a job's stdin is /dev/null and it holds
+neither end of the protocol). docs/architecture.md describes it.
 """
 
 from __future__ import annotations
@@ -204,11 +205,12 @@ class Worker:
                 None if spare is None else SpareProcess(spare.pid, spare.warm),
                 self.toolchain, list(self.warm_imports.imported)))
         elif isinstance(request, JobRequest):
-            if self.warm_imports.stale():
-                # It cannot forget a module: a new worker imports the new versions, and the
-                # client runs the job there (export_worker.warm_imports).
-                print("onnxlens worker: the installed packages changed; a new worker takes "
-                      "over", file=sys.stderr)
+            reason = self.warm_imports.restart_reason()
+            if reason is not None:
+                # It cannot forget a module (nor undo what importing one changed): a new
+                # worker takes over, and the client runs the job there
+                # (export_worker.warm_imports).
+                print(f"onnxlens worker: {reason}; a new worker takes over", file=sys.stderr)
                 self.exit_status = RESTART_STATUS
                 return False
             self._start(request)
@@ -220,6 +222,7 @@ class Worker:
             pid, read_end = handed
         else:
             read_end, write_end = os.pipe()
+            _flush_stdio()  # else the job would write out the worker's buffered output again
             pid = os.fork()
             if pid == 0:  # the job process
                 os.close(read_end)
@@ -241,6 +244,7 @@ class Worker:
         except BaseException:
             status = 70
         finally:
+            _flush_stdio()
             os._exit(status)
 
     def _become_job_process(self) -> None:
@@ -249,6 +253,26 @@ class Worker:
         _die_with_parent()
         self.selector.close()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        self._plain_stdio()
+
+    def _plain_stdio(self) -> None:
+        """The stdio of a plain Python process run with its output to the worker's stderr:
+        stdin empty (/dev/null, not the worker's request pipe: a model reading stdin would
+        read the protocol), sys.stdout and sys.stderr real text streams over descriptors 1
+        and 2 (both the worker's stderr, since main). The protocol channel is closed here:
+        nothing a job runs can write into it."""
+        self.channel.close()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        if devnull != 0:
+            os.dup2(devnull, 0)
+            os.close(devnull)
+        # The streams Python made at start-up (the worker's own: main keeps them)
+        if sys.__stdin__ is not None:
+            sys.stdin = sys.__stdin__
+        if sys.__stdout__ is not None:
+            sys.stdout = sys.__stdout__
+        if sys.__stderr__ is not None:
+            sys.stderr = sys.__stderr__
 
     def _answer(self, request: JobRequest, pipe: int) -> None:
         from export_worker.jobs import run_job
@@ -270,11 +294,13 @@ class Worker:
 
     def _replace_spare(self) -> None:
         """Fork a new spare while nothing runs (its warm-up must not slow a running job)."""
-        if not self.use_spare or self.spare is not None or self.jobs:
+        if not self.use_spare or self.spare is not None or self.jobs \
+                or self.warm_imports.tainted:  # no fork from a changed state
             return
         request_read, request_write = os.pipe()
         ready_read, ready_write = os.pipe()
         answer_read, answer_write = os.pipe()
+        _flush_stdio()
         pid = os.fork()
         if pid == 0:  # the spare
             for fd in (request_write, ready_read, answer_read):
@@ -300,6 +326,7 @@ class Worker:
         except BaseException:
             status = 70
         finally:
+            _flush_stdio()
             os._exit(status)
 
     def _spare_ready(self, fd: int) -> None:
@@ -436,6 +463,16 @@ def warm_spare(session: Any) -> None:
         gc.freeze()
 
 
+def _flush_stdio() -> None:
+    """Before a fork (the child would write the buffered output again) and before a job's
+    ``os._exit`` (which flushes nothing): what was printed reaches the worker's stderr."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # closed or replaced by the user's code: nothing to flush
+            pass
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -495,10 +532,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-spare", action="store_true",
                         help="keep no warm spare process (for clients that submit jobs at once)")
     args = parser.parse_args(argv)
-    # The protocol owns the original stdout; anything else printed goes to stderr.
+    # The protocol owns a copy of the original stdout; descriptor 1 becomes stderr, so that
+    # anything else printed (here or in a job, by Python or native code) goes to stderr.
+    # sys.stdout stays the real stream over descriptor 1, as the jobs' user code expects.
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = sys.stderr
     spare = not args.no_spare and os.environ.get("ONNXLENS_WORKER_SPARE", "1") != "0"
     worker = Worker(channel, spare=spare)
     try:

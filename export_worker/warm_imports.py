@@ -4,10 +4,24 @@ check re-imports only the user's own modules, as a warm Python process running t
 exporter by hand does (docs/architecture.md §4).
 
 Only packages from site-packages are learned, never the workspace's modules. A package is
-imported into the worker only after a forked probe imported it and stayed on one thread (the
-worker forks, so it must run no threads). When the installed packages change (a site-packages
-directory or a learned package's own file changes), the worker cannot forget a module: it
-exits with ``RESTART_STATUS`` and the client starts a new one and runs the job there.
+imported into the worker only after a forked probe imported it and
+
+* stayed on one thread (the worker forks, so it must run no threads), and
+* changed no global state a check can observe (``export_worker.global_state``: torch's
+  default dtype, its flags and registrations, patched torch functions, the random state,
+  ``os.environ``...): every later check, of any file, would inherit the change, and speed
+  must never change a verdict. A package setting ``torch.set_default_dtype(torch.float64)``
+  when imported made unrelated files fail and ``saveModel`` write float64 models; such a
+  package is imported by each check that uses it, as without the shortcut.
+
+A package one of whose modules changed such state is refused whole; a module that started
+a thread is refused with the modules below it (importing them imports it).
+Belt and braces, the worker compares the same fingerprint before and after its own warm
+imports; if it changed anyway, it forks nothing more from that state: at the next job
+request it exits with ``RESTART_STATUS``. When the installed packages change (a
+site-packages directory or a learned package's own file changes), the worker cannot forget
+a module either, and exits the same way; the client starts a new worker and runs the job
+there.
 
 The shortcut ``warm-imports`` (``ONNXLENS_SHORTCUTS_OFF=warm-imports``) switches it off.
 """
@@ -16,6 +30,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import itertools
 import os
 import sys
 import time
@@ -23,7 +38,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-#: the worker's exit status when the installed packages changed under its warm imports
+from export_worker import global_state
+
+#: the worker's exit status when the installed packages changed under its warm imports, or
+#: importing them changed global state a check can observe (a new worker takes over)
 RESTART_STATUS = 75  # EX_TEMPFAIL
 #: a probe whose imports take longer is killed and its packages are not imported
 PROBE_TIMEOUT_SECONDS = 120.0
@@ -72,25 +90,42 @@ class WarmImports:
         self.enabled = enabled
         self.imported: list[str] = []
         self.refused: dict[str, str] = {}  # name: why
+        #: packages refused whole (importing them changed global state): their modules
+        #: learned later are not probed again
+        self._refused_packages: set[str] = set()
         self.pending: set[str] = set()
         self._stamps: dict[str, _Stamp | None] = {}
+        #: why this process must fork no more checks: its own warm imports changed state a
+        #: check can observe, though the probe saw no change (belt and braces)
+        self.tainted: str | None = None
 
     def learn(self, names: Iterable[str]) -> None:
         if self.enabled:
-            self.pending |= set(names) - set(self.imported) - set(self.refused)
+            self.pending |= {name for name in names if _top(name) not in self._refused_packages
+                             } - set(self.imported) - set(self.refused)
 
     def import_pending(self) -> None:
-        """Import what was learned, as far as a forked probe could do so on one thread."""
+        """Import what was learned, as far as a forked probe could do so on one thread and
+        without changing the global state a check can observe."""
         names, self.pending = sorted(self.pending), set()
-        if not names:
+        if not names or self.tainted:
             return
         started = time.perf_counter()
-        safe, refused, why = _probe(names)
+        safe, refused = _probe(names)
         if refused:
-            self.refused.update(dict.fromkeys(refused, why))
-            print(f"onnxlens worker: not importing {_packages(refused)} ahead: {why}",
-                  file=sys.stderr)
+            self.refused.update(refused)
+            self._refused_packages.update(_top(name) for name, why in refused.items()
+                                          if why.startswith(_CHANGED))
+            by_reason: dict[str, list[str]] = {}
+            for name, why in refused.items():
+                by_reason.setdefault(why, []).append(name)
+            for why, modules in by_reason.items():
+                print(f"onnxlens worker: not importing {_packages(modules)} ahead: {why}",
+                      file=sys.stderr)
         self.pending = set(names) - set(safe) - set(refused)  # after a refusal: next time
+        if not safe:
+            return
+        before = global_state.snapshot()
         for name in safe:
             try:
                 importlib.import_module(name)
@@ -99,11 +134,28 @@ class WarmImports:
                 continue
             self.imported.append(name)
             self._stamp(name)
+        changed = global_state.changes(before, global_state.snapshot(), set(map(_top, safe)))
+        del before
+        if changed:
+            self.tainted = (f"importing {_packages(safe)} ahead changed what a check can "
+                            f"observe, though the probe saw no change: "
+                            f"{global_state.describe(changed)}")
+            print(f"onnxlens worker: {self.tainted}; a new worker takes over at the next "
+                  "check", file=sys.stderr)
+            return
         gc.collect()
         gc.freeze()  # as after the warm-up: out of every job's collections
-        if safe:
-            print(f"onnxlens worker: imported {_packages(safe)} ahead of the next checks "
-                  f"({time.perf_counter() - started:.2f} s)", file=sys.stderr)
+        print(f"onnxlens worker: imported {_packages(safe)} ahead of the next checks "
+              f"({time.perf_counter() - started:.2f} s)", file=sys.stderr)
+
+    def restart_reason(self) -> str | None:
+        """Why this worker must not fork the next check (a new one must take over), if
+        it must not."""
+        if self.tainted:
+            return self.tainted
+        if self.stale():
+            return "the installed packages changed"
+        return None
 
     def stale(self) -> bool:
         """Whether a learned package, or a site-packages directory holding one, changed."""
@@ -130,39 +182,85 @@ def _packages(modules: list[str]) -> str:
                      for top, count in sorted(counts.items()))
 
 
-def _probe(names: list[str]) -> tuple[list[str], list[str], str]:
-    """Import ``names`` one by one in a forked child: (those imported on one thread before
-    the first that was not, the refused ones, why)."""
+#: the reasons a probe gives, by its report's verdict
+_WHY = {
+    "failed": "importing it failed",
+    "threads": "importing it starts a thread, and the worker forks",
+    "changed": "importing it changes global state a check can observe ({})",
+}
+_CHANGED = _WHY["changed"].partition("(")[0]
+
+
+def _top(name: str) -> str:
+    return name.partition(".")[0]
+
+
+def _probe(names: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Import ``names`` package by package in a forked child: (the modules of the packages
+    it imported on one thread and without an observable change before the first that was
+    not, the refused ones: why). A package whose modules' import changed global state is
+    refused whole; a module whose import started a thread is refused with its submodules."""
+    names = sorted(names)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
         try:
-            for name in names:
-                try:
-                    importlib.import_module(name)
-                except BaseException:
-                    os.write(write_end, f"failed {name}\n".encode())
-                    continue
-                if _thread_count() > 1:
-                    os.write(write_end, f"threads {name}\n".encode())
-                    break
-                os.write(write_end, f"ok {name}\n".encode())
+            _probe_child(names, write_end)
         finally:
             os._exit(0)
     os.close(write_end)
     report = _read_until_exit(read_end, pid)
-    safe = [name for verdict, name in report if verdict == "ok"]
-    failed = [name for verdict, name in report if verdict == "failed"]
-    threads = [name for verdict, name in report if verdict == "threads"]
-    if threads:
-        return safe, failed + threads, "importing it starts a thread, and the worker forks"
-    if len(report) < len(names):  # the probe died or hung on the next name
-        return safe, [*failed, names[len(report)]], "importing it ended its process"
-    return safe, failed, "importing it failed"
+    checked = {name for verdict, name, _ in report if verdict == "checked"}
+    tried = [(verdict, name) for verdict, name, _ in report
+             if verdict in ("ok", "failed", "threads")]
+    safe = [name for verdict, name in tried if verdict == "ok" and _top(name) in checked]
+    refused: dict[str, str] = {}
+    for verdict, name, detail in report:
+        if verdict in ("failed", "threads"):
+            refused[name] = _WHY[verdict]
+        if verdict == "threads":  # importing its submodules imports it
+            refused.update({module: f"{_WHY[verdict]}, as {name} does" for module in names
+                            if module.startswith(f"{name}.")})
+        elif verdict == "changed":  # ``name``: a top-level package
+            refused.update({module: _WHY[verdict].format(detail) for module in names
+                            if _top(module) == name})
+    stopped = bool(report) and report[-1][0] in ("threads", "changed")  # on purpose
+    if len(tried) < len(names) and not stopped:  # the probe died or hung on the next name
+        refused[names[len(tried)]] = "importing it ended its process"
+    return safe, refused
 
 
-def _read_until_exit(fd: int, pid: int) -> list[tuple[str, str]]:
+def _probe_child(names: list[str], pipe: int) -> None:
+    """One line per module (``ok``, ``failed``, ``threads``: the end), then per package
+    ``checked``, or ``changed`` with what changed (the end). The fingerprint is compared
+    once per package, and only if importing its modules ran code (≈20 ms each)."""
+    before = global_state.snapshot()
+    for top, modules in itertools.groupby(names, key=_top):
+        ran = False
+        for name in modules:
+            ran = ran or name not in sys.modules  # else importing it runs no code
+            try:
+                importlib.import_module(name)
+                verdict = "ok"
+            except BaseException:
+                verdict = "failed"
+            if _thread_count() > 1:
+                os.write(pipe, f"threads {name}\n".encode())
+                return
+            os.write(pipe, f"{verdict} {name}\n".encode())
+        if ran:
+            after = global_state.snapshot()
+            changed = global_state.changes(before, after, {top})
+            if changed:
+                detail = " ".join(global_state.describe(changed).split())
+                os.write(pipe, f"changed {top} {detail}\n".encode())
+                return
+            before = after
+        os.write(pipe, f"checked {top}\n".encode())
+
+
+def _read_until_exit(fd: int, pid: int) -> list[tuple[str, str, str]]:
     """The probe's report lines; a probe past ``PROBE_TIMEOUT_SECONDS`` is killed."""
     data = bytearray()
     deadline = time.monotonic() + PROBE_TIMEOUT_SECONDS
@@ -183,8 +281,9 @@ def _read_until_exit(fd: int, pid: int) -> list[tuple[str, str]]:
             time.sleep(0.01)
     os.close(fd)
     os.waitpid(pid, 0)
-    lines = [line.split(" ", 1) for line in data.decode().splitlines()]
-    return [(verdict, name) for verdict, name in lines]
+    lines = [line.split(" ", 2) for line in data.decode(errors="replace").splitlines()]
+    return [(line[0], line[1], line[2] if len(line) > 2 else "") for line in lines
+            if len(line) >= 2]
 
 
 def _thread_count() -> int:

@@ -9,9 +9,8 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from io import StringIO
 from typing import Any
 
 from exporter import speedups
@@ -145,22 +144,18 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
 
 
 class _quiet:
-    """Keep torch's warnings and prints (torch.export prints graphs to stderr on failure)
-    out of our output; what they said goes to the debug log."""
+    """Keep torch's warnings out of our output (each stage reports what matters).
+
+    sys.stdout and sys.stderr stay the process's own: the user's code may need real streams
+    (``faulthandler.enable()``, ``sys.stdout.reconfigure()``, ``sys.stdout.buffer``, a
+    subprocess given ``sys.stdout``), as under the plain exporter. Where the output goes is
+    the process's business: the worker sends a job's to its stderr, the CLI's ``save`` and
+    ``run`` point stdout at stderr while the user's code runs (docs/architecture.md §4)."""
 
     def __enter__(self) -> None:
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
         warnings.simplefilter("ignore")
-        self._buffer = StringIO()
-        self._stdout = redirect_stdout(self._buffer)
-        self._stderr = redirect_stderr(self._buffer)
-        self._stdout.__enter__()
-        self._stderr.__enter__()
 
     def __exit__(self, *exc: Any) -> None:
-        self._stderr.__exit__(*exc)
-        self._stdout.__exit__(*exc)
         self._warnings.__exit__(*exc)
-        if self._buffer.getvalue():
-            logging.getLogger(__name__).debug("output of the stage:\n%s", self._buffer.getvalue())

@@ -14,6 +14,8 @@ import pytest
 
 from exporter.cli import main
 from tests.conftest import FIXTURES, REPO
+from tests.warm_side_effects import python_path_with
+from tests.warm_side_effects import workspace as side_effect_workspace
 
 FAULTS = Path(__file__).parent / "faults"
 TIMEOUT = 5
@@ -134,3 +136,49 @@ def test_an_interrupted_run_still_reports_what_it_checked(tmp_path):
     assert "Traceback" not in err
     assert out.rstrip().endswith("Checked 1 target(s) in 2 file(s): 2 errors, 0 warnings "
                                  "(1 target(s) failing).")
+
+
+def test_user_code_sees_real_stdio_and_the_json_report_stays_clean():
+    """Issue 24: modules that run ``faulthandler.enable()`` or ``sys.stdout.reconfigure()``
+    at import, or whose forward writes to ``sys.stdout.buffer`` or hands ``sys.stdout`` to a
+    subprocess, got a false ONNX002/ONNX004 (a StringIO stood in for stdout). What they print
+    goes to the worker's stderr: neither into the JSON report nor onto the terminal."""
+    folder = FIXTURES / "stdio"
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "check", str(folder), "--root", str(folder),
+         "--format", "json"],
+        capture_output=True, text=True, timeout=300, cwd=folder)
+    report = json.loads(done.stdout)
+    assert report["diagnostics"] == []
+    assert {t["name"]: {s["state"] for s in t["stages"]} for t in report["targets"]} == {
+        name: {"passed"} for name in ("ConfiguresStdioAtImport", "WritesToStdout", "Noisy")}
+    assert done.returncode == 0
+    assert done.stderr == ""
+
+
+def test_a_package_changing_global_state_changes_no_other_files_verdict(
+        tmp_path, monkeypatch, capsys):
+    """Issue 24 (defect 4): after uses.py's check imported a package that sets torch's
+    default dtype to float64, the worker imported it ahead of plain.py's check, which then
+    failed (a false ONNX004) with --jobs 1 only. Such a package is never imported ahead:
+    one at a time, two at a time and without warm imports give the same report."""
+    site, project = side_effect_workspace(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", python_path_with(site))
+    files = [project / "uses.py", project / "plain.py"]  # uses.py's check runs first
+
+    def report(jobs: int) -> dict:
+        status = main(["check", *map(str, files), "--root", str(project), "--format", "json",
+                       "--jobs", str(jobs)])
+        found = json.loads(capsys.readouterr().out)
+        found["status"] = status
+        return _verdicts(found)
+
+    one = report(1)
+    two = report(2)
+    monkeypatch.setenv("ONNXLENS_SHORTCUTS_OFF", "warm-imports")
+    cold = report(1)
+    assert [(Path(path).name, name, ok) for path, name, ok, _ in one["targets"]] == [
+        ("uses.py", "UsesPackage", True), ("plain.py", "Mlp", True),
+        ("plain.py", "Float32Input", True)]
+    assert one["diagnostics"] == []
+    assert one == two == cold

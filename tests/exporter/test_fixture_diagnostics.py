@@ -81,6 +81,10 @@ EXPECTED = {
         ("ONNX107", "narrowed.py", 36, 59, 36, 75, "warning"),
         ("ONNX107", "narrowed.py", 46, 59, 46, 85, "error"),
     ],
+    # user code that needs real stdio (issue 24): test_user_code_sees_real_stdio below
+    "stdio/at_import.py": [],
+    "stdio/in_forward.py": [],
+    "stdio/noisy.py": [],
     # the reproductions of issue "truth" (test_verdicts.py says what each one shows)
     "verdicts/duplicate_names.py": [
         ("ONNX201", "duplicate_names.py", 15, 16, 15, 36, "error"),
@@ -157,6 +161,16 @@ def test_clean_models_pass_every_stage_and_match_pytorch(fixture_results):
         (target,) = fixture_results[name][1].targets
         assert [s.state.value for s in target.stages] == ["passed"] * 7, name
         assert all(entry["matched"] for entry in target.summary["numerics"])
+
+
+def test_user_code_sees_real_stdio(fixture_results):
+    """Issue 24: no stage stands a StringIO in for sys.stdout/sys.stderr any more, so
+    ``faulthandler.enable()``, ``sys.stdout.reconfigure()``, ``sys.stdout.buffer`` and a
+    subprocess given ``sys.stdout`` work in the user's code (they were ONNX002/ONNX004)."""
+    for name in ("stdio/at_import.py", "stdio/in_forward.py", "stdio/noisy.py"):
+        (target,) = fixture_results[name][1].targets
+        assert target.diagnostics == [], name
+        assert {s.state.value for s in target.stages} == {"passed"}, name
 
 
 def test_names_and_dynamic_dims_reach_the_onnx_model(fixture_results):

@@ -3,6 +3,7 @@ the comparison with PyTorch and latency percentiles."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -199,13 +200,34 @@ def test_run_a_saved_model_and_json(in_fixtures, tmp_path, capsys):
     capsys.readouterr()
     assert main(["run", "clean/factory.py::scaled", "--model", str(output), "--format", "json",
                  "--repeat", "3"]) == 0
-    import json
-
     report = json.loads(capsys.readouterr().out)
     assert report["model"] == str(output)
     assert report["matched"] is True
     assert report["latency"]["runs"] == 3 and report["latency"]["p90_ms"] > 0
     assert [i["shape"] for i in report["inputs"]] == [[3, 4], [4]]
+
+
+def test_what_the_model_prints_stays_out_of_the_json_report(tmp_path):
+    """Issue 24: ``run`` and ``save`` run the user's code in the CLI's process; what it
+    writes to stdout (``print``, or fd 1 itself, as a subprocess or native code does) goes
+    to stderr, and stdout carries the report alone."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "run", "stdio/noisy.py::Noisy", "--format",
+         "json", "--repeat", "2"],
+        cwd=FIXTURES, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["target"] == "Noisy" and report["matched"] is True
+    assert "noise\n" in run.stderr and "noise at fd 1\n" in run.stderr
+
+    output = tmp_path / "noisy.onnx"
+    save = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "save", "stdio/noisy.py::Noisy", "-o",
+         str(output)], cwd=FIXTURES, env=env, capture_output=True, text=True, timeout=300)
+    assert save.returncode == 0, save.stderr
+    assert save.stdout == f"onnxlens: wrote {output}\n"
+    assert "noise at fd 1\n" in save.stderr
 
 
 def test_run_of_a_failing_target_explains(in_fixtures, capsys):

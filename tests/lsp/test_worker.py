@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from export_worker.messages import (
     JobDone,
@@ -62,11 +65,11 @@ def test_warm_up_starts_no_thread_pool_before_forking():
 class _Worker:
     """The worker over its JSON-lines protocol."""
 
-    def __init__(self, spare: bool) -> None:
+    def __init__(self, spare: bool, stderr: Any = subprocess.DEVNULL) -> None:
         env = {**ENV, "ONNXLENS_WORKER_SPARE": "1" if spare else "0"}
         self.process = subprocess.Popen([sys.executable, "-m", "export_worker.process"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env=env)
+                                        stderr=stderr, env=env)
         assert isinstance(self.receive(), Ready)
 
     def send(self, message: Message) -> None:
@@ -91,10 +94,11 @@ class _Worker:
             time.sleep(0.2)
         raise AssertionError("no warm spare")
 
-    def check(self, job_id: str, workspace: str, target: str) -> JobDone:
+    def check(self, job_id: str, workspace: str, target: str,
+              timeout: float = 120) -> JobDone:
         folder = Path(__file__).parent / "fixtures" / workspace
         self.send(JobRequest("check", str(folder / "model.py"), str(folder), target,
-                             timeout=120, id=job_id))
+                             timeout=timeout, id=job_id))
         answer = self.receive()
         assert isinstance(answer, JobDone)
         return answer
@@ -147,3 +151,43 @@ def test_shutdown_ends_the_spare():
             return
         time.sleep(0.1)
     raise AssertionError("the spare outlived the worker")
+
+
+def _stdio(answer: JobDone) -> Any:
+    """What the ``stdio`` fixture saw of its process (it says so in its ONNX003)."""
+    message = _probe_message(answer)
+    found = re.search(r"stdio (\{.*\})", message)
+    assert found, message
+    return ast.literal_eval(found.group(1))
+
+
+def test_a_job_sees_the_stdio_of_a_plain_process(tmp_path):
+    """Issue 24: a job's sys.stdout and sys.stderr are real streams over file descriptors 1
+    and 2 (``fileno``, ``buffer``, ``reconfigure``: ``faulthandler.enable()`` and a subprocess
+    given ``sys.stdout`` work), both the worker's stderr; its stdin is empty (/dev/null, not
+    the worker's request pipe), and neither end of the protocol is open in it. The same in a
+    fresh fork and in the spare."""
+    log = tmp_path / "worker.log"
+    with log.open("wb") as stderr:
+        worker = _Worker(spare=True, stderr=stderr)
+    try:
+        protocol = {f"pipe:[{os.fstat(pipe.fileno()).st_ino}]"
+                    for pipe in (worker.process.stdin, worker.process.stdout)}
+        fresh = worker.check("1", "stdio", "Stdio")
+        spare_pid = worker.wait_for_warm_spare()
+        in_spare = worker.check("2", "stdio", "Stdio")
+        reads_stdin = worker.check("3", "stdio", "ReadsStdin", timeout=20)
+    finally:
+        worker.close()
+    assert in_spare.pid == spare_pid != fresh.pid
+    for answer in (fresh, in_spare):
+        stdio = _stdio(answer)
+        assert stdio["streams"] == [("TextIOWrapper", fd, True, True) for fd in (0, 1, 2)]
+        descriptors = stdio["descriptors"]
+        assert (descriptors[0], descriptors[1], descriptors[2]) == \
+            ("/dev/null", str(log), str(log))
+        assert not protocol & set(descriptors.values()), descriptors
+    # sys.stdin.readline() in forward reads EOF, never a request meant for the worker
+    (target,) = reads_stdin.answer.result["targets"]
+    assert target["diagnostics"] == []
+    assert {stage["state"] for stage in target["stages"]} == {"passed"}
