@@ -11,7 +11,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -364,19 +365,29 @@ def _write_atomically(path: Path, text: str) -> None:
 
     try:
         write_text_atomically(path, text)
-    except (UnsafePathError, FileNotFoundError) as error:
-        raise UsageError(f"{path}: {error}") from error
+    except (UnsafePathError, OSError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise UsageError(f"{path}: {reason}") from error
 
 
-def _check_output_path(path: Path) -> None:
+def _check_output_path(path: Path, inputs: list[Path], *, stream_ok: bool = True) -> None:
     """Refuse an output the report cannot be written to before the check runs (none of its
-    work is lost)."""
-    from exporter.files import UnsafePathError, output_path
+    work is lost): one that is an input of the run (a checked source file), one that is not a
+    regular file (a device or a pipe is written to as a stream when ``stream_ok``, never
+    replaced), and one in a directory where no file can be created."""
+    from exporter.files import UnsafePathError, check_writable, is_stream, output_path
 
     try:
-        output_path(path)
-    except (UnsafePathError, FileNotFoundError) as error:
-        raise UsageError(f"{path}: {error}") from error
+        output_path(path, stream_ok=stream_ok)
+        if not (stream_ok and is_stream(path)):
+            check_writable(path)
+    except (UnsafePathError, OSError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise UsageError(f"{path}: {reason}") from error
+    for source in inputs:
+        if path.exists() and source.exists() and os.path.samefile(path, source):
+            raise UsageError(f"{path} is {display_path(source)}, an input of this run; "
+                             "refusing to overwrite it")
 
 
 # -- check -----------------------------------------------------------------------------------
@@ -387,7 +398,7 @@ def _check(args: argparse.Namespace) -> int:
 
     for output in (args.output, args.sarif_file):
         if output is not None:
-            _check_output_path(output)
+            _check_output_path(output, [p for p in args.paths if p.is_file()])
     if (args.output and args.sarif_file
             and args.output.resolve() == args.sarif_file.resolve()):
         raise UsageError(f"--output and --sarif-file both name {args.output}")
@@ -398,6 +409,9 @@ def _check(args: argparse.Namespace) -> int:
                 *config.get("extend-exclude", []), *(args.extend_exclude or [])]
     files = [path for path in _python_files(args.paths, root, excluded, args.force_exclude)
              if might_have_targets(path)]
+    for output in (args.output, args.sarif_file):
+        if output is not None:
+            _check_output_path(output, files)
     severity = {**config.get("severity", {}), **(args.severity or {})}
     timeout = args.timeout if args.timeout is not None else config.get(
         "timeout", DEFAULT_TIMEOUT_SECONDS)
@@ -545,6 +559,40 @@ def _resolve_target(spec: str, root_option: Path | None) -> tuple[Path, str, Pat
     return path.resolve(), name, (root_option or find_root(path)).resolve()
 
 
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While the user's code runs in this process (``save``, ``run``): what it writes to
+    stdout (``print``, or descriptor 1 itself, as a subprocess or native code does) goes to
+    stderr, and stdout carries onnxlens's own output alone (``run --format json``). At the
+    descriptor level, so that sys.stdout stays a real stream, as the user's code expects."""
+    _flush(sys.stdout, sys.stderr)
+    try:
+        saved = os.dup(1)
+    except OSError:  # no descriptor 1: nothing to keep clean
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 2: leave stdout as it is
+        os.close(saved)
+        yield
+        return
+    try:
+        yield
+    finally:
+        _flush(sys.stdout, sys.stderr)
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush(*streams: Any) -> None:
+    for stream in streams:
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, or replaced by the user's code
+            pass
+
+
 def _prepare(spec: str, root_option: Path | None,
              optimize: bool = True) -> tuple[Any, Any, Any]:
     path, name, root = _resolve_target(spec, root_option)
@@ -557,7 +605,8 @@ def _prepare(spec: str, root_option: Path | None,
         for diagnostic in found.diagnostics:
             print(format_diagnostic(diagnostic), file=sys.stderr)
         raise UsageError(f"{display_path(path)} has no export target {name!r} (targets: {names})")
-    context, result = session.run_target(target, root)
+    with _stdout_to_stderr():  # the user's code runs here
+        context, result = session.run_target(target, root)
     return session, context, result
 
 
@@ -569,7 +618,8 @@ def _print_errors(result: Any) -> None:
 def _save(args: argparse.Namespace) -> int:
     from exporter.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, UnsafePathError, save_model
 
-    _check_output_path(args.output)
+    source = Path(args.target.rpartition("::")[0])
+    _check_output_path(args.output, [source] if source.is_file() else [], stream_ok=False)
     # The check runs onnxscript's optimizer as torch.onnx.export does (unless --no-optimize):
     # what is saved is the model that was checked.
     _, context, result = _prepare(args.target, args.root, optimize=not args.no_optimize)
@@ -584,7 +634,7 @@ def _save(args: argparse.Namespace) -> int:
     threshold = args.external_data_threshold or DEFAULT_EXTERNAL_DATA_THRESHOLD
     try:
         written = save_model(program.model_proto, args.output, threshold)
-    except (UnsafePathError, FileNotFoundError) as error:
+    except (UnsafePathError, OSError) as error:
         raise UsageError(str(error)) from error
     problems = [d for d in result.diagnostics if d.severity == "error"]
     for path in written:
@@ -600,7 +650,8 @@ def _run(args: argparse.Namespace) -> int:
 
     _, context, result = _prepare(args.target, args.root)
     try:
-        report = build_run_report(context, result, args.model, args.repeat)
+        with _stdout_to_stderr():  # onnxruntime runs the model (native code) here
+            report = build_run_report(context, result, args.model, args.repeat)
     except Exception as error:
         _print_errors(result)
         print(f"onnxlens: cannot run {args.target}: {error}", file=sys.stderr)

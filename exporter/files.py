@@ -5,6 +5,7 @@ Standard library only: the language server, which may run without onnx or torch,
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -13,13 +14,17 @@ class UnsafePathError(ValueError):
     """A path would leave the directory the user chose, or is no file name."""
 
 
-def output_path(destination: Path) -> Path:
+def output_path(destination: Path, *, stream_ok: bool = False) -> Path:
     """``destination`` as a file path in an existing directory, or a clear error: a missing
-    directory (FileNotFoundError), an empty name, a directory or a symbolic link
-    (UnsafePathError)."""
+    directory (FileNotFoundError), an empty name, a directory, a symbolic link or anything
+    else that is not a regular file (UnsafePathError), which is never replaced. With
+    ``stream_ok``, an existing character device or FIFO (``/dev/stdout``, ``/dev/null``, a
+    pipe), also through a symbolic link, is accepted: it is written to as a stream."""
     destination = Path(destination)
     if str(destination) in ("", "."):
         raise UnsafePathError("the output path is empty")
+    if stream_ok and is_stream(destination):
+        return destination
     directory = destination.parent.resolve()
     if not directory.is_dir():
         raise FileNotFoundError(f"the directory {directory} does not exist")
@@ -30,14 +35,59 @@ def output_path(destination: Path) -> Path:
         raise UnsafePathError(f"{final} is a symbolic link; refusing to write through it")
     if final.is_dir():
         raise UnsafePathError(f"{final} is a directory; give a file name inside it")
+    kind = _special_kind(final)
+    if kind:
+        raise UnsafePathError(f"{final} is {kind}, not a regular file; refusing to replace it")
     return final
 
 
-def write_text_atomically(destination: Path, text: str) -> Path:
-    """Write a report: a temporary file beside it, fsync, ``os.replace``. The file gets the
-    mode a plain ``open()`` would give it; on any failure the temporary file is removed and
-    an existing file is left as it was."""
+def is_stream(path: Path) -> bool:
+    """An existing character device or FIFO (followed through symbolic links)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def _special_kind(path: Path) -> str:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return ""
+    for test, kind in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return ""
+
+
+def check_writable(destination: Path) -> None:
+    """Raise OSError (read-only file system, no permission) unless a file can be created
+    beside ``destination``: asked before the work whose result it is meant to hold."""
+    if is_stream(destination):
+        return
     final = output_path(destination)
+    descriptor, probe = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.",
+                                         suffix=".probe")
+    os.close(descriptor)
+    os.unlink(probe)
+
+
+def write_text_atomically(destination: Path, text: str) -> Path:
+    """Write a report: a temporary file beside it, fsync, ``os.replace``; a device or a pipe
+    is written to as a stream instead. A replaced file keeps its mode; a new one gets the mode
+    a plain ``open()`` would give it. On any failure the temporary file is removed and an
+    existing file is left as it was."""
+    final = output_path(destination, stream_ok=True)
+    if is_stream(final):
+        with open(final, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return final
+    try:
+        mode = stat.S_IMODE(os.stat(final).st_mode)
+    except FileNotFoundError:
+        mode = plain_file_mode()
     descriptor, temporary = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.",
                                              suffix=".tmp")
     try:
@@ -45,7 +95,7 @@ def write_text_atomically(destination: Path, text: str) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temporary, plain_file_mode())
+        os.chmod(temporary, mode)
         os.replace(temporary, final)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

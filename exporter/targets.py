@@ -262,7 +262,13 @@ def _build_target(
     options: dict[str, PragmaOption] = {}
     problems: list[Diagnostic] = []
     if pragma is not None:
-        options, problems = _parse_pragma(path, pragma, node.name)
+        try:
+            options, problems = _parse_pragma(path, pragma, node.name)
+        except (RecursionError, MemoryError):  # ast.unparse of a 400-term `+` chain
+            problems = [Diagnostic(
+                "ONNX001", "The pragma's expression is nested too deeply to read; build the "
+                "value in a helper function of the module and call it from the pragma.",
+                Location(path, pragma.whole_range()), target=node.name)]
         if problems:
             return None, problems
     if exportable and pragma is None and _init_needs_arguments(node):  # type: ignore[arg-type]

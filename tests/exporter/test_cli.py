@@ -262,3 +262,58 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly(command):
     errors = process.stderr.read()
     assert process.wait(timeout=300) == 1
     assert "Traceback" not in errors and "Exception ignored" not in errors, errors
+
+
+# -- outputs that must not destroy anything (issue "nothing lost, round 3", item 1) ---------
+
+MODEL = ("import torch\n\n\n# onnx-export: args=(torch.randn(2, 4),)\n"
+         "class Twice(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n")
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "m.py", "--format", "json", "--output", "m.py"],
+    ["check", ".", "--format", "sarif", "--sarif-file", "m.py"],
+    ["save", "m.py::Twice", "-o", "m.py"],
+])
+def test_an_output_that_is_an_input_of_the_run_is_refused(tmp_path, monkeypatch, capsys, argv):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text(MODEL)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "an input of this run; refusing to overwrite it" in err
+    assert (tmp_path / "m.py").read_text() == MODEL
+
+
+def test_a_device_is_never_replaced_but_written_to_as_a_stream(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text(MODEL)
+    device = tmp_path / "null"
+    os.mknod(device, 0o666 | __import__("stat").S_IFCHR, os.makedev(1, 3))  # a /dev/null
+    assert main(["save", "m.py::Twice", "-o", "null"]) == 2
+    assert "is a character device, not a regular file; refusing to replace it" in \
+        capsys.readouterr().err
+    (tmp_path / "empty.py").write_text("x = 1\n")  # no targets: the report is written at once
+    assert main(["check", "empty.py", "--format", "json", "--output", "null"]) == 0
+    assert device.is_char_device()
+
+
+def test_a_fifo_gets_the_report_as_a_stream(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    assert main(["check", "empty.py", "--format", "json", "--output", str(fifo)]) == 0
+    report = json.loads(reader.communicate(timeout=30)[0])
+    assert report["targets"] == [] and fifo.is_fifo()
+
+
+def test_a_replaced_report_keeps_its_mode(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    report = tmp_path / "report.json"
+    report.write_text("old")
+    report.chmod(0o600)
+    assert main(["check", "empty.py", "--format", "json", "--output", "report.json"]) == 0
+    assert json.loads(report.read_text())["targets"] == []
+    assert report.stat().st_mode & 0o777 == 0o600

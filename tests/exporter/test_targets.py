@@ -176,3 +176,18 @@ def test_cpythons_spurious_recursion_depth_mismatch_does_not_lose_the_targets(mo
             pass
     ''')
     assert raised and [t.name for t in found.targets] == ["mlp"] and not found.diagnostics
+
+
+def test_a_pragma_expression_nested_too_deeply_is_onnx001_at_the_pragma():
+    """Issue "nothing lost, round 3", item 6: a 400-term `+` chain made ast.unparse raise
+    RecursionError, and the whole file (and `check dir`) got no report."""
+    terms = " + ".join(["1"] * 400)
+    text = (f"import torch\n\n\n# onnx-export: args=(torch.randn(2, {terms}),)\n"
+            "class Deep(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
+            "# onnx-export: args=(torch.randn(2),)\n"
+            "class Fine(torch.nn.Module):\n    def forward(self, x):\n        return x\n")
+    found = discover(Path("deep.py"), text)
+    assert [t.name for t in found.targets] == ["Fine"]
+    (problem,) = found.diagnostics
+    assert (problem.rule, problem.location.range.start.line) == ("ONNX001", 4)
+    assert "nested too deeply" in problem.message
