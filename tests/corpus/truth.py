@@ -16,8 +16,8 @@ inputs tiled (or cut) along every declared axis so that their values stay valid 
 masks keep their pattern); a size at which eager PyTorch itself fails is not the exporter's
 problem and is skipped. A named dimension (a ``Dim``, a string, ``Dim.DYNAMIC``; not
 ``Dim.AUTO``) for which the plain exporter's own program (``range_constraints``) holds over a
-narrower range than declared fails too: torch.onnx.export narrowed it silently, from
-torch.export's suggested fixes, and the model it wrote does not check it.
+narrower range than declared, or fixed to one size, fails too: torch.onnx.export narrowed it
+silently, from torch.export's suggested fixes, and the model it wrote does not check it.
 
 :func:`run_truth` runs that in a subprocess (the module's ``main``) with a timeout and caches
 the result under ``~/.cache/onnxlens/truth/``.
@@ -653,10 +653,16 @@ def _narrowed_ranges(built: Built, program: Any) -> None:
             shape = getattr(node.meta.get("val"), "shape", None)
             if not axis.named or shape is None or axis.axis >= len(shape):
                 continue
+            if isinstance(shape[axis.axis], int):
+                # Fixed to one size: the ONNX model is static there (plain torch.export would
+                # have raised "Constraints violated"), even where eager fails at every other size.
+                raise PhaseFailed("dynamic", message=(
+                    f"{axis.label}: declared dynamic, but torch.onnx.export's program fixed it "
+                    f"to {shape[axis.axis]}"))
             bounds = constraints.get(getattr(getattr(shape[axis.axis], "node", None), "expr",
                                              None))
             if bounds is None:
-                continue  # fixed to one size, or an expression: the runs at other sizes judge
+                continue  # an expression: the runs at other sizes judge
             low, high = _number(bounds.lower), _number(bounds.upper)
             declared_low = max(axis.low, SMALLEST_JUDGED_SIZE)
             declared_high = float("inf") if axis.high >= 1 << 62 else axis.high

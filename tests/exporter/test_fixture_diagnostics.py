@@ -67,12 +67,12 @@ EXPECTED = {
         ("ONNX201", "decorated.py", 46, 16, 46, 29, "error"),
     ],
     "soundness/draft_range.py": [
-        ("ONNX101", "draft_range.py", 21, 12, 21, 23, "error"),
+        ("ONNX101", "draft_range.py", 22, 12, 22, 23, "error"),
         ("ONNX102", "draft_range.py", 12, 16, 12, 31, "error"),
-        ("ONNX102", "draft_range.py", 21, 12, 21, 23, "error"),
-        ("ONNX102", "draft_range.py", 23, 16, 23, 36, "error"),
-        ("ONNX106", "draft_range.py", 21, 12, 21, 23, "warning"),
-        ("ONNX106", "draft_range.py", 23, 16, 23, 36, "warning"),
+        ("ONNX102", "draft_range.py", 22, 12, 22, 23, "error"),
+        ("ONNX102", "draft_range.py", 23, 20, 23, 44, "error"),
+        ("ONNX106", "draft_range.py", 22, 12, 22, 23, "warning"),
+        ("ONNX106", "draft_range.py", 23, 20, 23, 44, "warning"),
     ],
     "soundness/narrowed.py": [
         ("ONNX107", "narrowed.py", 13, 12, 13, 28, "error"),
