@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Run every test: installs what the tests need (Python packages, the SARIF tools, npm
-# packages, code-server, Chromium), checks ruff and mypy (settings in pyproject.toml), runs pytest on the primary torch, then the
-# exporter, language server and differential corpus tests again on every other tested torch
-# (exporter/versions.py; each in a venv of its own that scripts/setup.sh installs), then the
-# VS Code extension's tests. Extra arguments go to pytest.
+# packages, code-server, Chromium), checks ruff and mypy (settings in pyproject.toml), runs
+# pytest on the primary torch, then the tests that depend on torch (marked `every_torch` in
+# tests/conftest.py) again on every other tested torch (exporter/versions.py; each in a venv
+# of its own that scripts/setup.sh installs), then the VS Code extension's tests. Extra
+# arguments go to pytest.
+# pytest runs in ONNXLENS_TEST_WORKERS processes (pytest-xdist; default: one per core, each
+# test module in one process so that its server and fixtures start once; 0 runs in-process).
 # ONNXLENS_SKIP_OTHER_TORCH=1 leaves the other torches out (e.g. while working on one part).
 set -euo pipefail
 
@@ -15,8 +18,10 @@ cd "$repo"
 "$venv/bin/ruff" check .
 "$venv/bin/python" -m mypy
 
+parallel=(-n "${ONNXLENS_TEST_WORKERS:-auto}" --dist loadscope)
+
 set +e
-"$venv/bin/python" -m pytest "$@"
+"$venv/bin/python" -m pytest "${parallel[@]}" "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
@@ -30,10 +35,10 @@ if [ "${ONNXLENS_SKIP_OTHER_TORCH:-0}" != "1" ] && [ -z "${ONNXLENS_VENV:-}" ]; 
     primary="$(python3 exporter/versions.py primary)"
     for torch_version in $(python3 exporter/versions.py tested); do
         [ "$torch_version" = "$primary" ] && continue
-        echo "test: torch $torch_version: exporter, language server and corpus tests"
+        echo "test: torch $torch_version: the tests that depend on torch"
         ONNXLENS_TORCH="$torch_version" bash "$repo/scripts/setup.sh"
-        "$repo/.venv-torch$torch_version/bin/python" -m pytest tests/exporter tests/lsp \
-            tests/corpus -m "not server_only" "$@" || other_status=$?
+        "$repo/.venv-torch$torch_version/bin/python" -m pytest "${parallel[@]}" \
+            -m every_torch "$@" || other_status=$?
     done
 fi
 

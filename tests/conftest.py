@@ -9,6 +9,67 @@ import pytest
 FIXTURES = Path(__file__).parent / "exporter" / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
 
+# The test modules whose outcome depends on the installed torch (its verdicts, its exports, its
+# state and capabilities): marked ``every_torch``, they run again on every other tested torch
+# (scripts/test.sh). The rest (the CLI's formats and exit codes, discovery, settings, the
+# server's scheduling and presentation) runs on the primary torch only.
+EVERY_TORCH = frozenset({
+    "tests/corpus/test_corpus.py",
+    "tests/exporter/test_cached_decomposition.py",
+    "tests/exporter/test_examples.py",
+    "tests/exporter/test_fixture_diagnostics.py",
+    "tests/exporter/test_readme_examples.py",
+    "tests/exporter/test_save_and_run.py",
+    "tests/exporter/test_session.py",
+    "tests/exporter/test_shortcuts.py",
+    "tests/exporter/test_soundness.py",
+    "tests/exporter/test_source_map.py",
+    "tests/exporter/test_speedups.py",
+    "tests/exporter/test_torch_compat.py",
+    "tests/exporter/test_verdicts.py",
+    "tests/exporter/test_weights_apart.py",
+    "tests/lsp/test_toolchain.py",
+    "tests/lsp/test_warm_imports.py",
+    "tests/lsp/test_worker.py",
+})
+
+
+# Sections of lines printed at the end of the run (e.g. the corpus's totals). Under pytest-xdist
+# each worker hands its own to the controller, which prints them all.
+SUMMARY: dict[str, list[str]] = {}
+_SUMMARY_KEY = "onnxlens_summary"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:  # a pytest-xdist worker
+        worker_output[_SUMMARY_KEY] = SUMMARY
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    for title, lines in getattr(node, "workeroutput", {}).get(_SUMMARY_KEY, {}).items():
+        SUMMARY.setdefault(title, []).extend(lines)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for title, lines in SUMMARY.items():
+        terminalreporter.section(title)
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    missing = sorted(name for name in EVERY_TORCH if not (REPO / name).is_file())
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py EVERY_TORCH names no such file: {missing}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.resolve().relative_to(REPO).as_posix() in EVERY_TORCH:
+            item.add_marker(pytest.mark.every_torch)
+
 
 @pytest.fixture(scope="session")
 def session():

@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SUMMARY
 from tests.corpus.ci import ci_corpus, run_ci
 from tests.corpus.corpus import Corpus
 from tests.corpus.harness import Outcome
-
-_RUNS: list[tuple[Outcome, float]] = []
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "corpus: the differential corpus (slow: minutes)")
 
 
 @pytest.fixture(scope="session")
@@ -29,16 +24,10 @@ def corpus_ci(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
 @pytest.fixture(scope="session")
 def corpus_ci_outcome(corpus_ci: Corpus) -> Outcome:
     """Truth, onnxlens's verdicts and the agreement of every target of the subset."""
-    started = time.perf_counter()
-    outcome = run_ci(corpus_ci)
-    _RUNS.append((outcome, time.perf_counter() - started))
-    return outcome
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     from tests.corpus.__main__ import totals_lines
 
-    for outcome, seconds in _RUNS:
-        terminalreporter.section("differential corpus (CI subset)")
-        for line in totals_lines(outcome.totals, seconds):
-            terminalreporter.write_line(line)
+    started = time.perf_counter()
+    outcome = run_ci(corpus_ci)
+    SUMMARY.setdefault("differential corpus (CI subset)", []).extend(
+        totals_lines(outcome.totals, time.perf_counter() - started))
+    return outcome

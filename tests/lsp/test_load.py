@@ -9,7 +9,6 @@ import shutil
 import time
 from pathlib import Path
 
-import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -27,9 +26,6 @@ from tests.lsp.conftest import (
     uri_of,
     wait_for,
 )
-
-# no verdicts here: the same on every torch, so run on the primary one only
-pytestmark = pytest.mark.server_only
 
 MODEL = '''import time
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 import pytest_lsp
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -22,9 +21,6 @@ from tests.lsp.conftest import (
     record_publishes,
     wait_for,
 )
-
-# no verdicts here: the same on every torch, so run on the primary one only
-pytestmark = pytest.mark.server_only
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
