@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +33,29 @@ EVERY_TORCH = frozenset({
     "tests/lsp/test_warm_imports.py",
     "tests/lsp/test_worker.py",
 })
+
+
+# Modules that share an expensive session fixture run in one pytest-xdist process: each key
+# runs where its value runs (``fixture_results`` checks every fixture file).
+_SAME_PROCESS = {"tests/exporter/test_sarif.py": "tests/exporter/test_fixture_diagnostics.py"}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` by module: each test module runs in one process, so that its
+    language server and module fixtures start once. (loadscope itself splits a test id at its
+    last ``::``, and a corpus test's id holds ``::`` in its parameter: each corpus test became
+    a scope of its own, and every process ran the whole corpus subset.)"""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return _SAME_PROCESS.get(module, module)
+
+    return ByModule(config, log)
 
 
 # Sections of lines printed at the end of the run (e.g. the corpus's totals). Under pytest-xdist
