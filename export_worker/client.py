@@ -1,6 +1,7 @@
 """A client's side of the export worker (the CLI's and the language server's): start it,
 submit jobs, cancel them, watch that it still answers, and run a job again once when the
-worker itself died under it. The client process never imports torch."""
+worker itself died under it. A job submitted while the worker is down (it died under an
+earlier job) starts a new one. The client process never imports torch."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from export_worker.messages import (
     decode,
     encode,
 )
+from export_worker.process_tree import kill_tree
 from export_worker.warm_imports import RESTART_STATUS
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,48 @@ class WorkerUnavailable(Exception):
     """The worker could not start (e.g. torch is missing); the message says why."""
 
 
+class _Turns:
+    """Jobs share the worker, except a job run again because its worker died under it: that
+    one runs alone (it waits for the running jobs, and new ones wait for it), so that a
+    model that kills its worker loses it alone the second time, not the jobs beside it."""
+
+    def __init__(self) -> None:
+        self.sharing = 0
+        self.alone = False
+        self.waiting_alone = 0
+        self._changed = asyncio.Event()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def _until(self, ready: Callable[[], bool]) -> None:
+        while not ready():
+            await self._changed.wait()
+
+    @contextlib.asynccontextmanager
+    async def turn(self, alone: bool) -> AsyncIterator[None]:
+        if alone:
+            self.waiting_alone += 1
+            try:
+                await self._until(lambda: not self.alone and not self.sharing)
+            finally:
+                self.waiting_alone -= 1
+                self._wake()  # cancelled: the jobs it held back may go
+            self.alone = True
+        else:
+            await self._until(lambda: not self.alone and not self.waiting_alone)
+            self.sharing += 1
+        try:
+            yield
+        finally:
+            if alone:
+                self.alone = False
+            else:
+                self.sharing -= 1
+            self._wake()
+
+
 class WorkerClient:
     def __init__(self, python: str = sys.executable,
                  on_output: Callable[[str], None] | None = None,
@@ -75,6 +119,7 @@ class WorkerClient:
         self._start_lock = asyncio.Lock()
         self._stopping = False
         self._lost_reason: str | None = None
+        self._turns = _Turns()
         self.restarts = 0
         # the worker said the toolchain is missing: it exits, and starting it again would
         # only say the same (until the user installs the packages and restarts it)
@@ -236,15 +281,17 @@ class WorkerClient:
                      on_progress: ProgressHandler | None = None) -> JobOutcome:
         """Run a job; on cancellation of the awaiting task the job process is killed. A job
         whose worker died under it runs once more in a new worker: the worker's death says
-        nothing about the model (a second one does). ``on_progress`` gets each
-        ``JobProgress`` result (``request.progress``) before the outcome."""
-        outcome = await self._submit_once(request, on_progress)
+        nothing about the model (a second one does); it runs alone then (``_Turns``).
+        ``on_progress`` gets each ``JobProgress`` result (``request.progress``) before the
+        outcome."""
+        async with self._turns.turn(alone=False):
+            outcome = await self._submit_once(request, on_progress)
         if isinstance(outcome, JobFailed) and outcome.failure == "worker-lost" \
                 and not self._stopping:
             log.info("the worker was lost during %s; running it again", request.target)
-            await self.start()
             try:
-                outcome = await self._submit_once(request, on_progress)
+                async with self._turns.turn(alone=True):
+                    outcome = await self._submit_once(request, on_progress)
             except WorkerUnavailable as error:
                 return JobFailed(outcome.id, "worker-lost", str(error))
             if isinstance(outcome, JobFailed) and outcome.failure == "worker-lost":
@@ -253,6 +300,9 @@ class WorkerClient:
 
     async def _submit_once(self, request: JobRequest,
                            on_progress: ProgressHandler | None) -> JobOutcome:
+        if self.process is None and self.ready is not None and not self._stopping \
+                and not self.missing:  # it died (under an earlier job): a new one
+            await self.start()
         await self.wait_ready()
         job_id = f"job-{next(self._ids)}"
         future: asyncio.Future[JobOutcome] = asyncio.get_running_loop().create_future()
@@ -318,7 +368,7 @@ def _ended(returncode: int | None) -> str:
 
 
 def _kill_tree(pid: int) -> None:
-    """SIGKILL (a stopped process gets it too); its job processes die with it
-    (PR_SET_PDEATHSIG in export_worker.process)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGKILL)
+    """SIGKILL the worker and every process below it (a stopped process gets it too): its
+    jobs would die with it (PR_SET_PDEATHSIG in export_worker.process), not what they
+    started."""
+    kill_tree(pid)

@@ -78,7 +78,9 @@ def _run(context: CheckContext, target_result: TargetResult, request: JobRequest
     from exporter.run_report import build_run_report, format_run_report
 
     try:
-        report = build_run_report(context, target_result, None, request.repeat)
+        report = build_run_report(context, target_result,
+                                  Path(request.model) if request.model else None,
+                                  request.repeat)
     except Exception as error:
         return JobAnswer(error=f"cannot run {context.target.name}: {error}",
                          diagnostics=[diagnostic_to_data(d) for d in target_result.diagnostics])

@@ -48,6 +48,7 @@ class JobRequest:
     threshold: int | None = None  # save: external data from this size on
     optimize: bool = True  # save: onnxscript's optimizer, as torch.onnx.export
     repeat: int = 20  # run: timed runs
+    model: str | None = None  # run: this saved .onnx instead of the export
     #: check: report what the capture and translate stages found as soon as each ends
     #: (``JobProgress``), before the answer
     progress: bool = False

@@ -15,6 +15,12 @@ tensors), so no OpenMP thread pool exists here when it forks; onnxruntime, whose
 starts a thread, is imported by each job. It multiplexes its pipes with ``selectors`` on one
 thread.
 
+A job ends when its process ends, and what it started ends with it: a job process (and the
+worker) is a child subreaper, so orphans of the job's descendants stay in its tree; the job
+kills its descendants before it exits, the worker kills the tree of a job it stops and every
+child it did not fork itself (what a killed or crashed job left). The memory limit counts the
+private memory of the whole tree (``export_worker.process_tree``).
+
 Protocol: ``export_worker.messages``, one message per line: requests on stdin, events on the
 original stdout (the jobs' own prints go to stderr; a job's stdin is /dev/null and it holds
 neither end of the protocol). docs/architecture.md describes it.
@@ -23,6 +29,7 @@ neither end of the protocol). docs/architecture.md describes it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import dataclasses
 import gc
@@ -59,6 +66,14 @@ from export_worker.messages import (
     progress_to_bytes,
     read_job_lines,
 )
+from export_worker.no_terminal import no_terminal
+from export_worker.process_tree import (
+    TreeMemory,
+    become_subreaper,
+    children,
+    end_descendants,
+    kill_tree,
+)
 from export_worker.warm_imports import RESTART_STATUS, WarmImports, library_modules
 
 SPARE_MODEL = Path(__file__).resolve().parent / "spare_model.py"
@@ -66,21 +81,22 @@ SPARE_MODEL = Path(__file__).resolve().parent / "spare_model.py"
 #: does not return to Python (a native loop) is killed this much later.
 KILL_GRACE_SECONDS = 3.0
 _PR_SET_PDEATHSIG = 1
-_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-@dataclass
+@dataclass(eq=False)
 class Job:
     id: str
     pid: int
-    pipe: int
+    pipe: int  # read end of its answer pipe; -1 once at its end
     started: float
     deadline: float | None
     memory_limit: int | None
+    exited: int | None = None  # a pidfd: readable once the process ended (None: polled)
     output: bytearray = field(default_factory=bytearray)  # a line still being written
     answer: JobAnswer | None = None
     failure: FailureKind | None = None
-    peak_rss: int = 0
+    memory: TreeMemory = field(default_factory=TreeMemory)
+    peak_memory: int = 0  # bytes: the private memory of its process tree
 
 
 @dataclass
@@ -109,7 +125,7 @@ def _no_tqdm_monitor() -> None:
 class Worker:
     def __init__(self, channel: BinaryIO, spare: bool = True) -> None:
         self.channel = channel
-        self.jobs: dict[int, Job] = {}  # by pipe fd
+        self.jobs: dict[int, Job] = {}  # by pid
         self.selector = selectors.DefaultSelector()
         self.session: Any = None
         self.buffer = bytearray()
@@ -170,8 +186,9 @@ class Worker:
                 elif key.data == "spare":
                     self._spare_ready(key.fd)
                 else:
-                    self._read_job(key.fd)
+                    self._job_event(key.fd, key.data)
             self._watch_jobs()
+            self._end_orphans()
 
     def _read_requests(self, fd: int) -> bool:
         chunk = os.read(fd, 65536)
@@ -232,9 +249,11 @@ class Worker:
         timeout, memory = request.timeout, request.memory_limit_mb
         job = Job(request.id, pid, read_end, time.monotonic(),
                   time.monotonic() + timeout + KILL_GRACE_SECONDS if timeout else None,
-                  int(memory) * 1024 * 1024 if memory else None)
-        self.jobs[read_end] = job
-        self.selector.register(read_end, selectors.EVENT_READ, "job")
+                  int(memory) * 1024 * 1024 if memory else None, _pidfd(pid))
+        self.jobs[pid] = job
+        self.selector.register(read_end, selectors.EVENT_READ, job)
+        if job.exited is not None:
+            self.selector.register(job.exited, selectors.EVENT_READ, job)
 
     def _run_child(self, request: JobRequest, pipe: int) -> None:
         status = 0
@@ -244,13 +263,13 @@ class Worker:
         except BaseException:
             status = 70
         finally:
-            _flush_stdio()
-            os._exit(status)
+            _end_job_process(status)
 
     def _become_job_process(self) -> None:
         gc.set_threshold(*JOB_GC_THRESHOLD)
         os.setpgid(0, 0)
         _die_with_parent()
+        become_subreaper()  # what the job starts stays in its tree, to end with it
         self.selector.close()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         self._plain_stdio()
@@ -273,6 +292,7 @@ class Worker:
             sys.stdout = sys.__stdout__
         if sys.__stderr__ is not None:
             sys.stderr = sys.__stderr__
+        no_terminal()
 
     def _answer(self, request: JobRequest, pipe: int) -> None:
         from export_worker.jobs import run_job
@@ -326,8 +346,7 @@ class Worker:
         except BaseException:
             status = 70
         finally:
-            _flush_stdio()
-            os._exit(status)
+            _end_job_process(status)
 
     def _spare_ready(self, fd: int) -> None:
         spare = self.spare
@@ -370,30 +389,63 @@ class Worker:
         _kill_group(spare.pid)
         os.waitpid(spare.pid, 0)
 
-    def _read_job(self, fd: int) -> None:
-        job = self.jobs[fd]
-        try:
-            chunk = os.read(fd, 1 << 20)
-        except BlockingIOError:
+    def _job_event(self, fd: int, job: Job) -> None:
+        if self.jobs.get(job.pid) is not job:  # it ended earlier in this round
             return
+        if fd == job.pipe:
+            self._read_job(job)
+        else:  # its pidfd: the process ended
+            self._end_if_exited(job)
+
+    def _read_job(self, job: Job) -> None:
+        if self._read_answer(job) is not None:
+            return
+        # Every holder closed it; the job ends when its process ends (it may still run)
+        self._close_pipe(job)
+        self._end_if_exited(job)
+
+    def _read_answer(self, job: Job) -> bytes | None:
+        """Read what the job wrote: b"" at the end of the pipe, None when nothing is there."""
+        try:
+            chunk = os.read(job.pipe, 1 << 20)
+        except BlockingIOError:
+            return None
         if chunk:
             job.output.extend(chunk)
             lines = read_job_lines(job.output)
             for result in lines.progress:
                 self.send(JobProgress(job.id, result))
             job.answer = lines.answer or job.answer
-            return
-        self._finish(job)
+        return chunk
+
+    def _close_pipe(self, job: Job) -> None:
+        if job.pipe >= 0:
+            self.selector.unregister(job.pipe)
+            os.close(job.pipe)
+            job.pipe = -1
+
+    def _end_if_exited(self, job: Job) -> bool:
+        """Finish ``job`` if its process ended, whoever still holds its answer pipe (a child
+        it left): what it wrote before it ended is in the pipe already."""
+        if os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            return False  # still running
+        _kill_group(job.pid)  # what it left in its group (an abrupt end), while its pid is held
+        _, status = os.waitpid(job.pid, 0)
+        while job.pipe >= 0 and self._read_answer(job):
+            pass
+        self._close_pipe(job)
+        if job.exited is not None:
+            self.selector.unregister(job.exited)
+            os.close(job.exited)
+        del self.jobs[job.pid]
+        self._finish(job, status)
         self.warm_imports.import_pending()  # before the next fork, spare or job
         self._replace_spare()  # after the answer went out: forking takes a moment
+        return True
 
-    def _finish(self, job: Job) -> None:
-        self.selector.unregister(job.pipe)
-        os.close(job.pipe)
-        del self.jobs[job.pipe]
-        _, status = os.waitpid(job.pid, 0)
+    def _finish(self, job: Job, status: int) -> None:
         seconds = round(time.monotonic() - job.started, 3)
-        peak_mb = job.peak_rss // (1024 * 1024)
+        peak_mb = job.peak_memory // (1024 * 1024)
         if job.failure is not None:
             self.send(JobFailed(job.id, job.failure, "", seconds, peak_mb))
             return
@@ -407,26 +459,43 @@ class Worker:
     def _watch_jobs(self) -> None:
         now = time.monotonic()
         for job in list(self.jobs.values()):
-            if job.failure is not None:
+            if self._end_if_exited(job) or job.failure is not None:
                 continue
             if job.deadline is not None and now > job.deadline:
                 self._kill(job.id, "timeout")
                 continue
-            rss = _rss(job.pid)
-            job.peak_rss = max(job.peak_rss, rss)
-            if job.memory_limit is not None and rss > job.memory_limit:
+            used = job.memory.measure(job.pid)
+            limit = job.memory_limit
+            if limit is not None and used > limit:  # the estimate, read exactly
+                used = job.memory.measure(job.pid, exact=True)
+            job.peak_memory = max(job.peak_memory, used)
+            if limit is not None and used > limit:
                 self._kill(job.id, "memory")
+
+    def _end_orphans(self) -> None:
+        """Kill what a job left when it ended without ending its descendants (killed, or
+        crashed): orphans of a job's tree become the worker's children (a subreaper), and
+        every child the worker did not fork itself is one."""
+        ours = set(self.jobs) | ({self.spare.pid} if self.spare is not None else set())
+        for child in children(os.getpid()):
+            if child in ours:
+                continue
+            kill_tree(child)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child, os.WNOHANG)
 
     def _kill(self, job_id: str, failure: FailureKind) -> None:
         for job in self.jobs.values():
             if job.id == job_id and job.failure is None:
                 job.failure = failure
                 _kill_group(job.pid)
+                kill_tree(job.pid)  # its descendants in other groups and sessions too
 
     def _shutdown(self) -> None:
         self._drop_spare()
         for job in list(self.jobs.values()):
             _kill_group(job.pid)
+        end_descendants()  # the jobs' trees, and what they left
 
 
 # A check allocates ≈100,000 objects, mostly kept for the job's life (graphs, fake tensors,
@@ -463,6 +532,25 @@ def warm_spare(session: Any) -> None:
         gc.freeze()
 
 
+def _end_job_process(status: int) -> None:
+    """A job process's (or a spare's) end: what it printed reaches the worker's stderr, and
+    nothing it started outlives it."""
+    _flush_stdio()
+    try:
+        end_descendants()
+    finally:
+        os._exit(status)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` ends (Linux ≥ 5.3), else None: the
+    worker's loop then notices within its 50 ms poll."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
 def _flush_stdio() -> None:
     """Before a fork (the child would write the buffered output again) and before a job's
     ``os._exit`` (which flushes nothing): what was printed reaches the worker's stderr."""
@@ -495,14 +583,6 @@ def _kill_group(pid: int) -> None:
             target()
         except (ProcessLookupError, PermissionError):
             continue
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as handle:
-            return int(handle.read().split()[1]) * _PAGE_SIZE
-    except (OSError, IndexError, ValueError):
-        return 0
 
 
 def _describe_status(status: int) -> str:
@@ -539,6 +619,7 @@ def main(argv: list[str] | None = None) -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     spare = not args.no_spare and os.environ.get("ONNXLENS_WORKER_SPARE", "1") != "0"
     worker = Worker(channel, spare=spare)
+    become_subreaper()  # orphans of a job's tree become children of the worker, to be ended
     try:
         worker.warm_up()
     except ImportError as error:

@@ -1,16 +1,22 @@
 """Saving and loading ``.onnx`` files without ever leaving a half-written file behind.
 
 A save writes into a temporary directory next to the destination, fsyncs, then moves the
-files in with ``os.replace``. External data gets a content-addressed name, so the previous
+files in with ``os.replace`` (under a lock on the directory, so that concurrent saves swap
+one at a time). External data gets a content-addressed name, so the previous
 model and its data stay consistent until the final rename of the ``.onnx`` file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import onnx
@@ -45,32 +51,71 @@ def save_model(model: onnx.ModelProto, destination: Path,
                external_data_threshold: int = DEFAULT_EXTERNAL_DATA_THRESHOLD) -> list[Path]:
     """Write ``model`` to ``destination`` atomically; returns the files written. Of the
     files already there, only the data file the replaced model referred to (with the name
-    a save gives it) is removed: never a file this function did not write."""
+    a save gives it) is removed, and the scratch directories of saves that were killed:
+    never a file this function did not write."""
     final = output_path(destination)
     directory = final.parent
-    previous_data = _own_data_files(final)
-
+    _remove_abandoned_scratch(directory, final.name)
     external = model.ByteSize() >= external_data_threshold or \
         _initializer_bytes(model) >= external_data_threshold
-    with tempfile.TemporaryDirectory(prefix=f".{final.name}.", dir=directory) as scratch:
+    # the scratch directory's name carries this process's id: a later save removes it when
+    # this process died before it could (SIGKILL, a power cut)
+    with tempfile.TemporaryDirectory(prefix=f".{final.name}.{os.getpid()}.",
+                                     dir=directory) as scratch:
         staged = Path(scratch) / final.name
-        written = [final]
-        if external:
-            data_name = _save_with_external_data(model, staged, final.name)
-            staged_data = Path(scratch) / data_name
-            _fsync(staged_data)
-            os.chmod(staged_data, plain_file_mode())
-            os.replace(staged_data, directory / data_name)
-            written.append(directory / data_name)
-        else:
+        data_name = _save_with_external_data(model, staged, final.name) if external else None
+        if data_name is None:
             onnx.save_model(model, staged)
+        else:
+            _fsync(Path(scratch) / data_name)
+            os.chmod(Path(scratch) / data_name, plain_file_mode())
         _fsync(staged)
         os.chmod(staged, plain_file_mode())
-        os.replace(staged, final)
-    _fsync_directory(directory)
-    for stale in previous_data - {path.name for path in written}:
-        (directory / stale).unlink(missing_ok=True)
+        written = [final] + ([directory / data_name] if data_name else [])
+        # Concurrent saves to one destination swap their files in one at a time, each
+        # removing the data file of the model it replaced: none leaves an orphan data file.
+        with _locked(directory):
+            previous_data = _own_data_files(final)
+            if data_name is not None:
+                os.replace(Path(scratch) / data_name, directory / data_name)
+            os.replace(staged, final)
+            _fsync_directory(directory)
+            for stale in previous_data - {path.name for path in written}:
+                (directory / stale).unlink(missing_ok=True)
     return written
+
+
+@contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on the directory itself (no lock file is left behind)."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def _remove_abandoned_scratch(directory: Path, name: str) -> None:
+    """Remove the scratch directories (``.<name>.<pid>.<random>``) of earlier saves to the
+    same destination whose process no longer exists."""
+    pattern = re.compile(re.escape(f".{name}.") + r"(\d+)\.[A-Za-z0-9_]+")
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            match = pattern.fullmatch(entry.name)
+            if match and entry.is_dir(follow_symlinks=False) \
+                    and not _process_exists(int(match.group(1))):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _save_with_external_data(model: onnx.ModelProto, staged: Path, name: str) -> str:

@@ -11,11 +11,13 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from export_worker.messages import JobAnswer, JobDone, JobKind, JobOutcome, JobRequest
+from export_worker.outcomes import Limits
 from exporter import __version__, shortcuts, versions
 from exporter.config import ProjectConfig, find_root, load_config
 from exporter.report import (
@@ -26,11 +28,13 @@ from exporter.report import (
     format_findings,
     format_summary,
     format_text,
+    printable,
     result_json,
 )
 from exporter.rules import RULES
 from exporter.settings_schema import DEFAULT_EXCLUDE
 from exporter.source_files import might_have_targets, python_files_below
+from exporter.targets import Target
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # SIGINT or SIGTERM: the report holds what was checked before
@@ -50,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status = args.handler(args)
-        sys.stdout.flush()  # here, where a closed pipe is handled, rather than at exit
+        if not sys.stdout.closed:  # the language server closes it on `exit`
+            sys.stdout.flush()  # here, where a closed pipe is handled, rather than at exit
         return status
     except UsageError as error:
         print(f"onnxlens: error: {error}", file=sys.stderr)
@@ -119,12 +124,7 @@ def _parser() -> argparse.ArgumentParser:
                        "changed file)")
     check.add_argument("--root", type=Path, help="workspace root (default: nearest directory "
                        "with pyproject.toml or .git)")
-    check.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
-                       help="stop checking a target after this long: ONNX901 (default 300, "
-                       "or `timeout` in [tool.onnxlens]; 0 = no limit)")
-    check.add_argument("--memory-limit-mb", type=_megabytes, default=None, metavar="MB",
-                       help="stop checking a target whose process uses more memory: ONNX903 "
-                       "(default: `memory-limit-mb` in [tool.onnxlens], else no limit)")
+    _add_limits(check, "checking a target")
     check.add_argument("--jobs", "-j", type=_job_count, default=None, metavar="N",
                        help="check N targets at once, each in its own process (default: the "
                        "number of CPU cores)")
@@ -147,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
                       "accepts 10MB, 1GB, bytes)")
     save.add_argument("--no-optimize", action="store_true", help="skip onnxscript's optimizer")
     save.add_argument("--root", type=Path)
+    _add_limits(save, "the export")
     save.set_defaults(handler=_save)
 
     run = commands.add_parser("run", help="run a target in ONNX Runtime and compare")
@@ -155,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", type=Path, help="run this saved .onnx instead of exporting")
     run.add_argument("--format", choices=("text", "json"), default="text")
     run.add_argument("--root", type=Path)
+    _add_limits(run, "the export and run")
     run.set_defaults(handler=_run)
 
     rule = commands.add_parser("rule", help="print a rule's documentation page (as `ruff rule`)")
@@ -166,6 +168,26 @@ def _parser() -> argparse.ArgumentParser:
     lsp.add_argument("--tcp", metavar="HOST:PORT")
     lsp.set_defaults(handler=_lsp)
     return parser
+
+
+def _add_limits(command: argparse.ArgumentParser, what: str) -> None:
+    """``--timeout`` and ``--memory-limit-mb``: the limits of each job process."""
+    command.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                         help=f"stop {what} after this long: ONNX901 (default 300, or "
+                         "`timeout` in [tool.onnxlens]; 0 = no limit)")
+    command.add_argument("--memory-limit-mb", type=_megabytes, default=None, metavar="MB",
+                         help=f"stop {what} when its process uses more memory: ONNX903 "
+                         "(default: `memory-limit-mb` in [tool.onnxlens], else no limit)")
+
+
+def _limits(args: argparse.Namespace, config: ProjectConfig) -> tuple[float | None, int | None]:
+    """The timeout (None: no limit) and the memory limit a job runs with: the flag, else
+    [tool.onnxlens], else the default (300 s; no memory limit: a CI run checks models as big
+    as the plain exporter can — the corpus's 300M-parameter torchvision models passed
+    4096 MB)."""
+    timeout = args.timeout if args.timeout is not None else config.get(
+        "timeout", DEFAULT_TIMEOUT_SECONDS)
+    return timeout or None, args.memory_limit_mb or config.get("memory-limit-mb")
 
 
 class _VersionAction(argparse.Action):
@@ -344,11 +366,15 @@ def _python_files(paths: list[Path], root: Path, excluded: list[str],
     named on the command line is checked even when a glob matches it, unless
     ``force_exclude``: pre-commit names every changed file)."""
     from exporter.settings_schema import is_excluded
+    from exporter.sourcetext import special_kind
 
     files: list[Path] = []
     for path in paths:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
+        kind = special_kind(path.stat().st_mode)
+        if kind is not None and not path.is_dir():  # a FIFO blocked the check for ever
+            raise UsageError(f"{path} is {kind}: onnxlens reads only regular files")
         if path.is_file():
             resolved = path.resolve()
             parts = resolved.relative_to(root).parts if resolved.is_relative_to(root) \
@@ -394,7 +420,6 @@ def _check_output_path(path: Path, inputs: list[Path], *, stream_ok: bool = True
 
 def _check(args: argparse.Namespace) -> int:
     from export_worker.batch import BatchOptions, Shard, WorkerUnavailable, check_files
-    from export_worker.messages import CheckSettings
 
     for output in (args.output, args.sarif_file):
         if output is not None:
@@ -413,14 +438,9 @@ def _check(args: argparse.Namespace) -> int:
         if output is not None:
             _check_output_path(output, files)
     severity = {**config.get("severity", {}), **(args.severity or {})}
-    timeout = args.timeout if args.timeout is not None else config.get(
-        "timeout", DEFAULT_TIMEOUT_SECONDS)
-    # No limit unless asked: a CI run checks models as big as the plain exporter can (the
-    # differential corpus's 300M-parameter torchvision models passed 4096 MB).
-    memory = args.memory_limit_mb or config.get("memory-limit-mb")
-    options = BatchOptions(root, CheckSettings(config.get("opset"), config.get("atol"),
-                                               config.get("rtol")),
-                           timeout or None, memory, args.jobs or os.cpu_count() or 1,
+    timeout, memory = _limits(args, config)
+    options = BatchOptions(root, _check_settings(config), timeout, memory,
+                           args.jobs or os.cpu_count() or 1,
                            Shard(*args.shard) if args.shard else None)
     select = args.select or config.get("select")
     ignore = args.ignore or config.get("ignore")
@@ -440,23 +460,15 @@ def _check(args: argparse.Namespace) -> int:
     try:
         batch = check_files(files, options, file_done)
     except WorkerUnavailable as error:
-        if not str(error).startswith("the export toolchain is missing"):
-            raise UsageError(f"the export worker could not start: {error}") from error
-        missing = ToolchainMissing(
-            f"ONNX904: a dependency of the export toolchain is missing "
-            f"({str(error).rpartition(': ')[2]}). Install it into {sys.executable}: "
-            f"{versions.install_hint()}")
-        if (args.format != "text" or args.sarif_file) and files:
-            _report_missing_toolchain(args, files, root, missing)
-        raise missing from error
+        unavailable = _worker_unavailable(error)
+        if isinstance(unavailable, ToolchainMissing) and (
+                args.format != "text" or args.sarif_file) and files:
+            _report_missing_toolchain(args, files, root, unavailable)
+        raise unavailable from error
     if batch.unfinished:
         print(f"onnxlens: interrupted: {batch.unfinished} target(s) were not checked; the "
               "report holds those that were", file=sys.stderr)
-    for warning in batch.ready.warnings:
-        print(f"onnxlens: warning: {warning}", file=sys.stderr)
-    message = batch.ready.toolchain.get("message")
-    if message:
-        print(message, file=sys.stderr)
+    _print_worker_notes(batch.ready)
     result = batch.result
     diagnostics = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
     if args.format == "github":
@@ -479,6 +491,32 @@ def _check(args: argparse.Namespace) -> int:
     if batch.unfinished:
         return EXIT_INTERRUPTED
     return EXIT_ERRORS if any(d.severity == "error" for d in diagnostics) else EXIT_OK
+
+
+def _check_settings(config: ProjectConfig) -> Any:
+    from export_worker.messages import CheckSettings
+
+    return CheckSettings(config.get("opset"), config.get("atol"), config.get("rtol"))
+
+
+def _worker_unavailable(error: Exception) -> UsageError:
+    """The usage error (exit 2) for a worker that could not start: ONNX904 when the export
+    toolchain is missing."""
+    if not str(error).startswith("the export toolchain is missing"):
+        return UsageError(f"the export worker could not start: {error}")
+    return ToolchainMissing(
+        f"ONNX904: a dependency of the export toolchain is missing "
+        f"({str(error).rpartition(': ')[2]}). Install it into {sys.executable}: "
+        f"{versions.install_hint()}")
+
+
+def _print_worker_notes(ready: Any) -> None:
+    """What the worker said when it started: unknown ONNXLENS_* names, a degraded torch."""
+    for warning in ready.warnings:
+        print(f"onnxlens: warning: {warning}", file=sys.stderr)
+    message = ready.toolchain.get("message")
+    if message:
+        print(message, file=sys.stderr)
 
 
 def _write_step_summary(diagnostics: list[Any], summary: str) -> None:
@@ -548,6 +586,8 @@ def _render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
 
 
 # -- save / run ------------------------------------------------------------------------------
+# Both run one job in an export worker of their own (export_worker.single_job), as a check and
+# the language server's save and run do: the user's code never runs in this process.
 
 def _resolve_target(spec: str, root_option: Path | None) -> tuple[Path, str, Path]:
     file_part, separator, name = spec.rpartition("::")
@@ -559,108 +599,120 @@ def _resolve_target(spec: str, root_option: Path | None) -> tuple[Path, str, Pat
     return path.resolve(), name, (root_option or find_root(path)).resolve()
 
 
-@contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """While the user's code runs in this process (``save``, ``run``): what it writes to
-    stdout (``print``, or descriptor 1 itself, as a subprocess or native code does) goes to
-    stderr, and stdout carries onnxlens's own output alone (``run --format json``). At the
-    descriptor level, so that sys.stdout stays a real stream, as the user's code expects."""
-    _flush(sys.stdout, sys.stderr)
-    try:
-        saved = os.dup(1)
-    except OSError:  # no descriptor 1: nothing to keep clean
-        yield
-        return
-    try:
-        os.dup2(2, 1)
-    except OSError:  # no descriptor 2: leave stdout as it is
-        os.close(saved)
-        yield
-        return
-    try:
-        yield
-    finally:
-        _flush(sys.stdout, sys.stderr)
-        os.dup2(saved, 1)
-        os.close(saved)
+def _find_target(path: Path, name: str) -> Target:
+    """The target ``name`` of ``path``, found statically (nothing of the file runs here)."""
+    from exporter.sourcetext import decoding_problem, read_source
+    from exporter.targets import discover
 
-
-def _flush(*streams: Any) -> None:
-    for stream in streams:
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):  # closed, or replaced by the user's code
-            pass
-
-
-def _prepare(spec: str, root_option: Path | None,
-             optimize: bool = True) -> tuple[Any, Any, Any]:
-    path, name, root = _resolve_target(spec, root_option)
-    session = _session(load_config(root))
-    session.settings.optimize = optimize
-    found = session.discover(path)
+    problem = decoding_problem(path)
+    if problem is not None:
+        raise UsageError(f"{display_path(path)}: {problem.message[:1].lower()}"
+                         f"{problem.message[1:]}")
+    found = discover(path, read_source(path))
     target = next((t for t in found.targets if t.name == name), None)
     if target is None:
         names = ", ".join(t.name for t in found.targets) or "none"
         for diagnostic in found.diagnostics:
             print(format_diagnostic(diagnostic), file=sys.stderr)
         raise UsageError(f"{display_path(path)} has no export target {name!r} (targets: {names})")
-    with _stdout_to_stderr():  # the user's code runs here
-        context, result = session.run_target(target, root)
-    return session, context, result
+    return target
 
 
-def _print_errors(result: Any) -> None:
-    for diagnostic in result.diagnostics:
-        print(format_diagnostic(diagnostic), file=sys.stderr)
+def _single_job(args: argparse.Namespace, kind: JobKind,
+                **fields: Any) -> tuple[Target, _JobEnd]:
+    """Run a save or run job on ``args.target``: the target and the job's outcome."""
+    from export_worker.single_job import WorkerUnavailable, run_single_job
+
+    path, name, root = _resolve_target(args.target, args.root)
+    target = _find_target(path, name)
+    config = load_config(root)
+    _warn_config(config)
+    timeout, memory = _limits(args, config)
+    request = JobRequest(kind, str(path), str(root), name,
+                         settings=_check_settings(config), timeout=timeout,
+                         memory_limit_mb=memory, **fields)
+    try:
+        # what the model prints (and the exporter's progress) goes to stderr: stdout
+        # carries onnxlens's own output alone (``run --format json``)
+        job = run_single_job(request, on_output=lambda line: print(line, file=sys.stderr))
+    except WorkerUnavailable as error:
+        raise _worker_unavailable(error) from error
+    _print_worker_notes(job.ready)
+    return target, _JobEnd(job.outcome, Limits(timeout, memory))
+
+
+@dataclass(frozen=True)
+class _JobEnd:
+    """A save or run job's outcome: its answer, or the diagnostic that says why it has none
+    (ONNX901 timeout, ONNX902 the process died, ONNX903 memory)."""
+
+    outcome: JobOutcome
+    limits: Limits
+
+    @property
+    def answer(self) -> JobAnswer | None:
+        return self.outcome.answer if isinstance(self.outcome, JobDone) else None
+
+    def print_problems(self, target: Target) -> None:
+        """The errors the job found, or the ONNX90x diagnostic of a job that did not end."""
+        from export_worker.outcomes import target_result
+        from exporter.serialize import diagnostic_from_data
+
+        if self.answer is None:
+            diagnostics = target_result(target, self.outcome, self.limits).diagnostics
+        else:
+            diagnostics = [diagnostic_from_data(d) for d in self.answer.diagnostics]
+        for diagnostic in diagnostics:
+            print(format_diagnostic(diagnostic), file=sys.stderr)
+
+    @property
+    def reason(self) -> str:
+        if self.answer is None:
+            return {"timeout": "the export did not finish in time (ONNX901)",
+                    "memory": "the export went past the memory limit (ONNX903)"}.get(
+                getattr(self.outcome, "failure", ""), "the process exporting it died (ONNX902)")
+        # the job's words for the server's message; the CLI says what is unchanged itself
+        return printable((self.answer.error or "the export failed").removesuffix(
+            "; the file was not written"))
 
 
 def _save(args: argparse.Namespace) -> int:
-    from exporter.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, UnsafePathError, save_model
-
     source = Path(args.target.rpartition("::")[0])
     _check_output_path(args.output, [source] if source.is_file() else [], stream_ok=False)
     # The check runs onnxscript's optimizer as torch.onnx.export does (unless --no-optimize):
     # what is saved is the model that was checked.
-    _, context, result = _prepare(args.target, args.root, optimize=not args.no_optimize)
-    if context.translated is None or context.weightless:
-        _print_errors(result)
-        reason = ('weights="none" models have no weights to save' if context.weightless
-                  else "the export failed")
-        print(f"onnxlens: not saved: {reason}; {display_path(args.output)} is unchanged.",
+    target, end = _single_job(args, "save", output=str(args.output.absolute()),
+                              threshold=args.external_data_threshold,
+                              optimize=not args.no_optimize)
+    answer = end.answer
+    if answer is None or not answer.saved:
+        end.print_problems(target)
+        if answer is not None and answer.internal:
+            raise UsageError(f"not saved: {end.reason}")
+        print(f"onnxlens: not saved: {end.reason}; {display_path(args.output)} is unchanged.",
               file=sys.stderr)
         return EXIT_ERRORS
-    program = context.translated.onnx_program
-    threshold = args.external_data_threshold or DEFAULT_EXTERNAL_DATA_THRESHOLD
-    try:
-        written = save_model(program.model_proto, args.output, threshold)
-    except (UnsafePathError, OSError) as error:
-        raise UsageError(str(error)) from error
-    problems = [d for d in result.diagnostics if d.severity == "error"]
-    for path in written:
-        print(f"onnxlens: wrote {display_path(path)}")
-    if problems:
-        print(f"onnxlens: note: the check found {len(problems)} problem(s) after translation; "
-              "run `onnxlens check` for details.", file=sys.stderr)
+    for path in answer.written:
+        print(f"onnxlens: wrote {display_path(Path(path))}")
+    if answer.diagnostics:
+        print(f"onnxlens: note: the check found {len(answer.diagnostics)} problem(s) after "
+              "translation; run `onnxlens check` for details.", file=sys.stderr)
     return EXIT_OK
 
 
 def _run(args: argparse.Namespace) -> int:
-    from exporter.run_report import build_run_report, format_run_report
-
-    _, context, result = _prepare(args.target, args.root)
-    try:
-        with _stdout_to_stderr():  # onnxruntime runs the model (native code) here
-            report = build_run_report(context, result, args.model, args.repeat)
-    except Exception as error:
-        _print_errors(result)
-        print(f"onnxlens: cannot run {args.target}: {error}", file=sys.stderr)
+    model = str(args.model.absolute()) if args.model else None
+    target, end = _single_job(args, "run", repeat=args.repeat, model=model)
+    answer = end.answer
+    if answer is None or answer.report is None:
+        end.print_problems(target)
+        print(f"onnxlens: cannot run {args.target}: {end.reason}", file=sys.stderr)
         return EXIT_ERRORS
     if args.format == "json":
-        print(json.dumps(report, indent=2))
+        print(json.dumps(answer.report, indent=2))
     else:
-        print(format_run_report(report), end="")
-    return EXIT_OK if report["matched"] else EXIT_ERRORS
+        print(answer.markdown or "", end="")
+    return EXIT_OK if answer.report["matched"] else EXIT_ERRORS
 
 
 if __name__ == "__main__":  # pragma: no cover

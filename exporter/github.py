@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from exporter.diagnostics import Diagnostic, sort_key
-from exporter.report import display_path
+from exporter.report import display_path, printable
 from exporter.rules import RULES, Severity
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(text: str) -> str:
@@ -59,7 +59,7 @@ def step_summary(diagnostics: list[Diagnostic], summary_line: str) -> str:
             rule = RULES[diagnostic.rule]
             name = f"[{rule.id}]({rule.doc_url})" if rule.doc_url else rule.id
             lines.append(f"| {name} | {Severity(diagnostic.severity).value} "
-                         f"| `{_cell(where)}` | {_cell(diagnostic.message)} |")
+                         f"| `{_cell(where)}` | {_cell(printable(diagnostic.message))} |")
         lines.append("")
     return "\n".join(lines) + "\n"
 

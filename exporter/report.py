@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +24,17 @@ def display_path(path: Path, base: Path | None = None) -> str:
         return path.resolve().relative_to(base).as_posix()
     except ValueError:
         return str(path)
+
+
+# C0 controls but tab and newline, DEL, C1 controls: ESC starts ANSI and OSC sequences
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal or a CI log: control characters a model's message (or a
+    source line) holds are shown escaped (``\x1b``), never sent raw, so that no ANSI or OSC
+    sequence from the user's code recolours, retitles or rewrites the user's terminal."""
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], text)
 
 
 #: reported only when ``select`` names them (as ruff's RUF100): unused suppressions, and
@@ -97,7 +109,7 @@ def format_diagnostic(diagnostic: Diagnostic) -> str:
         lines.append(f"   help: {diagnostic.hint}")
     rule = RULES[diagnostic.rule]
     lines.append(f"   docs: {rule.doc_url or f'onnxlens rule {rule.id}'}")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def format_text(result: CheckResult, diagnostics: list[Diagnostic]) -> str:

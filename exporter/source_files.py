@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from exporter.settings_schema import is_excluded
+from exporter.sourcetext import source_bytes
 
 #: a file without one of these has no export target (read before parsing it)
 TARGET_MARKERS = ("onnx-export", "ExportableModule")
@@ -37,10 +38,10 @@ def python_files_below(directory: Path, root: Path, excluded: list[str]) -> Iter
 
 
 def might_have_targets(path: Path) -> bool:
-    """False only for a readable file without a target marker (a file that cannot be read is
-    kept: its check says why)."""
+    """False only for a readable file without a target marker (a file that cannot be read,
+    is not a regular file or is too big, is kept: its check says why; it is never read)."""
     try:
-        text = path.read_bytes()
+        text = source_bytes(path)
     except OSError:
         return True
     return any(marker.encode() in text for marker in TARGET_MARKERS)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import io
+import os
 import re
+import stat
 import tokenize
 from functools import lru_cache
 from pathlib import Path
@@ -61,13 +64,64 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+#: the largest Python file onnxlens reads (README, "What is checked"): a bigger one, or one
+#: that is not a regular file (a FIFO, a device, a socket), is reported, never read
+MAX_SOURCE_BYTES = 10 * 1024 * 1024
+
+
+class UnreadableSource(OSError):
+    """A file onnxlens does not read: not a regular file, or bigger than MAX_SOURCE_BYTES.
+    Its text is the reason, as in "The file cannot be read: it is a FIFO, ..."."""
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file that is not a regular file is ("a FIFO"), None for a regular file."""
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def source_bytes(path: Path) -> bytes:
+    """A Python file's bytes, read only from a regular file of at most MAX_SOURCE_BYTES: a
+    FIFO (``mkfifo model.py``) blocked the reader for ever, ``/dev/zero`` was read until
+    the kernel killed the process. Opened without blocking, then tested, so a file swapped
+    for a FIFO between a test and the open cannot block either."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(descriptor, "rb", closefd=True) as handle:
+        status = os.fstat(descriptor)
+        kind = special_kind(status.st_mode)
+        if kind is not None:
+            raise UnreadableSource(f"it is {kind}, and onnxlens reads only regular files")
+        data = b"" if status.st_size > MAX_SOURCE_BYTES else handle.read(MAX_SOURCE_BYTES + 1)
+    if status.st_size > MAX_SOURCE_BYTES or len(data) > MAX_SOURCE_BYTES:
+        raise UnreadableSource(
+            f"it is {_megabytes(max(status.st_size, len(data)))}, and onnxlens reads Python "
+            f"files of at most {_megabytes(MAX_SOURCE_BYTES)}")
+    return data
+
+
+def _megabytes(count: int) -> str:
+    return f"{count / (1024 * 1024):.1f} MB"
+
+
+def decode_source(data: bytes) -> str:
+    """Python source text from its bytes, as ``tokenize.open`` reads a file: by its PEP 263
+    encoding declaration or BOM, with universal newlines."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    with io.TextIOWrapper(io.BytesIO(data), encoding, line_buffering=True) as text:
+        return text.read()
+
+
 def read_source(path: Path) -> str:
-    """Read a Python file honouring its PEP 263 encoding declaration (or its overlay)."""
+    """Read a Python file honouring its PEP 263 encoding declaration (or its overlay).
+    Raises UnreadableSource for a file that is not regular or too big (source_bytes)."""
     text = overlay(path)
     if text is not None:
         return text
-    with tokenize.open(path) as handle:
-        return handle.read()
+    return decode_source(source_bytes(path))
 
 
 @lru_cache(maxsize=256)
@@ -97,11 +151,17 @@ def line_text(path: Path, line: int) -> str:
 def decoding_problem(path: Path) -> Diagnostic | None:
     """ONNX002 where the file's bytes do not match its encoding (Python could not import
     it, even if an editor shows it with the bad bytes replaced); None when it reads fine."""
+    raw = b""
     try:
-        raw = path.read_bytes()
-        with tokenize.open(path) as handle:
-            handle.read()
+        raw = source_bytes(path)
+        decode_source(raw)
         return None
+    except UnreadableSource as error:
+        return Diagnostic("ONNX002", f"The file cannot be read: {error}; it is not checked.",
+                          Location(path, Range.of(1, 1, 1, 2)), target="",
+                          hint="Exclude it (`extend-exclude`), or keep the model in a "
+                               "regular Python file of at most "
+                               f"{_megabytes(MAX_SOURCE_BYTES)}.")
     except OSError as error:
         return Diagnostic("ONNX002", f"The file cannot be read: {error}",
                           Location(path, Range.of(1, 1, 1, 2)), target="")

@@ -17,9 +17,9 @@ from exporter.result import CheckResult, TargetResult
 from exporter.serialize import result_from_data
 from exporter.sourcetext import decoding_problem, split_lines
 from exporter.suppressions import apply_suppressions
-from exporter.targets import Target, discover
+from exporter.targets import Target
 from lsp_server.admission import UNMEASURED_CHECK_MB, CheckQueue, Priority
-from lsp_server.reuse import ResultCache
+from lsp_server.reuse import ResultCache, installed_packages
 from lsp_server.store import DocumentState
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class Checker:
         if problem is not None:
             self._publish(uri, version, CheckResult(file_diagnostics=[problem], files=[path]))
             return
-        found = discover(path, text)
+        found = await server.discovered(uri, version, text)  # once per version, in a thread
         if not found.targets:
             self._publish(uri, version, CheckResult(file_diagnostics=found.diagnostics,
                                                     files=[path]))
@@ -197,6 +197,7 @@ class Checker:
         request = self.server.job_request("check", target, text, progress=True)
         outcome: JobOutcome | None = self.results.get(request, self._worker_identity())
         if outcome is None:
+            installed = installed_packages()
             key = (str(target.path), target.name)
             async with self.queue.slot(uri, self.expected_mb.get(key, UNMEASURED_CHECK_MB),
                                        opened):
@@ -206,7 +207,7 @@ class Checker:
                 self.expected_mb[key] = outcome.peak_rss_mb
             # the worker that ran it: a document opened while the worker started queued
             # before the worker had a pid
-            self.results.put(request, self._worker_identity(), outcome)
+            self.results.put(request, self._worker_identity(), outcome, installed)
             log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
         else:
             log.debug("check reused: %s %s", target.path, target.name)

@@ -40,12 +40,12 @@ def _arguments(args: Any) -> list[Any]:
     return [] if args is None else [args]
 
 
-def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]:
+async def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]:
     values = _arguments(args)
     if not values or not isinstance(values[0], str):
         raise ValueError("expected the document uri (and a target name) as arguments")
     uri = values[0]
-    targets = ls.document_targets(uri)
+    targets = await ls.document_targets(uri)
     name = values[1] if len(values) > 1 and isinstance(values[1], str) else None
     chosen = next((t for t in targets if name is None or t.name == name), None)
     if chosen is None:
@@ -95,11 +95,16 @@ async def check_workspace_command(ls: OnnxLensServer, *args: Any) -> dict[str, A
 async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri, target = _target_arguments(ls, values)
+    uri, target = await _target_arguments(ls, values)
     if len(values) > 2 and isinstance(values[2], str):
         output = Path(values[2])
         if not output.is_absolute():  # as a user reads it: inside the workspace
-            output = ls.root_for(target.path) / output
+            root = ls.root_for(target.path)
+            output = root / output
+            if not output.resolve().is_relative_to(root.resolve()):  # `../model.onnx`
+                return {"error": f"{values[2]} is outside the workspace ({root}): a relative "
+                                 "path is saved inside it; give an absolute path to save "
+                                 "elsewhere"}
     else:
         output = target.path.with_name(f"{target.name}.onnx")
     answer = await with_progress(ls, f"Saving {target.name} to {output.name}",
@@ -113,7 +118,7 @@ async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
 async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri, target = _target_arguments(ls, values)
+    uri, target = await _target_arguments(ls, values)
     repeat = values[2] if len(values) > 2 and isinstance(values[2], int) else 20
     answer = await with_progress(ls, f"Running {target.name} in ONNX Runtime",
                                  lambda: ls.submit(_job(ls, uri, target, "run", repeat=repeat)))
@@ -137,11 +142,12 @@ def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
 
 
 @server.command("onnxlens.showReport")
-def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+async def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     values = _arguments(args[0] if len(args) == 1 else list(args))
     uri = values[0]
     state = ls.checker.state(uri)
-    names = [values[1]] if len(values) > 1 else [t.name for t in ls.document_targets(uri)]
+    names = [values[1]] if len(values) > 1 \
+        else [t.name for t in await ls.document_targets(uri)]
     parts = [features.report_markdown(name, state.targets.get(name), state.checking)
              for name in names]
     return {"markdown": "\n".join(parts)}

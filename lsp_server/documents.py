@@ -8,7 +8,7 @@ from typing import Any
 from lsprotocol import types
 
 from exporter.source_files import might_have_targets
-from exporter.sourcetext import read_source
+from exporter.sourcetext import UnreadableSource, read_source
 from lsp_server.server import EDITORS_NOTIFICATION, OnnxLensServer, server
 
 log = logging.getLogger(__name__)
@@ -43,12 +43,16 @@ def did_close(ls: OnnxLensServer, params: types.DidCloseTextDocumentParams) -> N
     the workspace-wide mode its saved text is checked instead, in the background."""
     uri = params.text_document.uri
     ls.checker.close(uri)
+    ls.forget_document(uri)
     ls.focus.touched.pop(uri, None)
     path = ls.path_of(uri)
     if ls.settings.diagnosticMode == "workspace" and ls.trusted and _python(uri) \
             and not ls.is_excluded(path) and might_have_targets(path):
         try:
             ls.checker.request(uri, None, read_source(path))
+            return
+        except UnreadableSource:  # too big, or not a regular file: its check says so
+            ls.checker.request(uri, None, "")
             return
         except (OSError, SyntaxError, UnicodeDecodeError):
             pass  # deleted or unreadable: nothing to check

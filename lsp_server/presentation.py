@@ -9,19 +9,21 @@ from lsp_server.server import OnnxLensServer, server
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
-def code_lens(ls: OnnxLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+async def code_lens(ls: OnnxLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
+    targets = await ls.document_targets(uri)  # in a thread: the server answers meanwhile
     state = ls.checker.state(uri)
-    return features.code_lenses(uri, ls.document_targets(uri), state.targets, state.checking,
+    return features.code_lenses(uri, targets, state.targets, state.checking,
                                 ls.trusted, ls.positions(), ls.checker.queue.position(uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
-def hover(ls: OnnxLensServer, params: types.HoverParams) -> types.Hover | None:
+async def hover(ls: OnnxLensServer, params: types.HoverParams) -> types.Hover | None:
     uri = params.text_document.uri
+    targets = await ls.document_targets(uri)
     positions = ls.positions()
     line = params.position.line + 1
-    for target in ls.document_targets(uri):
+    for target in targets:
         spans = [target.definition] + ([target.pragma] if target.pragma else [])
         for span in spans:
             where = positions.range(target.path, span)
@@ -39,10 +41,10 @@ def hover(ls: OnnxLensServer, params: types.HoverParams) -> types.Hover | None:
 
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
     code_action_kinds=[types.CodeActionKind.QuickFix]))
-def code_action(ls: OnnxLensServer, params: types.CodeActionParams
-                ) -> list[types.CodeAction | types.Command] | None:
+async def code_action(ls: OnnxLensServer, params: types.CodeActionParams
+                      ) -> list[types.CodeAction | types.Command] | None:
     uri = params.text_document.uri
-    targets = {t.name: t for t in ls.document_targets(uri)}
+    targets = {t.name: t for t in await ls.document_targets(uri)}
     path = ls.path_of(uri)
     actions = features.code_actions(uri, list(params.context.diagnostics), targets,
                                     list(ls.lines_of(path)), ls.positions(), path)

@@ -49,21 +49,40 @@ def _flatten(raw: dict[str, Any]) -> dict[str, Any]:
 
 def apply(base: Settings, raw: Any, origin: str) -> tuple[Settings, list[str]]:
     """Overlay ``raw`` (a dict of camelCase keys) on ``base``; returns problems found."""
+    settings, problems = _overlay(base, raw)
+    return settings, [f"{origin}: {problem}" for problem in problems]
+
+
+def apply_all(base: Settings, sources: list[tuple[str, Any]]) -> tuple[Settings, list[str]]:
+    """Overlay each ``(origin, raw)`` in order of precedence. A problem found in more than
+    one source is named once, under the last: VS Code sends its settings as
+    ``initializationOptions`` and answers ``workspace/configuration`` with the same
+    values, and each bad one was shown twice."""
+    problems: dict[str, str] = {}
+    for origin, raw in sources:
+        base, found = _overlay(base, raw)
+        for problem in found:
+            problems.pop(problem, None)
+            problems[problem] = f"{origin}: {problem}"
+    return base, list(problems.values())
+
+
+def _overlay(base: Settings, raw: Any) -> tuple[Settings, list[str]]:
     if raw is None:
         return base, []
     if not isinstance(raw, dict):
-        return base, [f"{origin}: the onnxlens settings must be an object, not {raw!r}"]
+        return base, [f"the onnxlens settings must be an object, not {raw!r}"]
     changes: dict[str, Any] = {}
     problems: list[str] = []
     for name, value in _flatten(raw).items():
         setting = BY_LSP.get(name)
         if setting is None:
-            problems.append(f"{origin}: unknown setting `onnxlens.{name}` (ignored)")
+            problems.append(f"unknown setting `onnxlens.{name}` (ignored)")
             continue
         checked, problem = setting.check(value)
         if problem:
             default = getattr(base, name)
-            problems.append(f"{origin}: `{setting.vscode_name}` {problem}; using {default!r}")
+            problems.append(f"`{setting.vscode_name}` {problem}; using {default!r}")
         else:
             changes[name] = checked
     return replace(base, **changes), problems

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -209,9 +211,10 @@ def test_missing_toolchain_is_reported_not_a_traceback(bare_python):
 
 
 @pytest.mark.parametrize(("command", "words"), [
-    (["save", "examples/mlp.py::MLP", "-o", "{tmp}/mlp.onnx"],
+    (["save", "examples/mlp.py::MLPModel", "-o", "{tmp}/mlp.onnx"],
      "ONNX904: a dependency of the export toolchain is missing"),
-    (["run", "examples/mlp.py::MLP"], "ONNX904: a dependency of the export toolchain is missing"),
+    (["run", "examples/mlp.py::MLPModel"],
+     "ONNX904: a dependency of the export toolchain is missing"),
     (["lsp"], "the language server needs"),
 ])
 def test_every_command_names_what_is_missing(bare_python, tmp_path, command, words):
@@ -317,3 +320,114 @@ def test_a_replaced_report_keeps_its_mode(tmp_path, monkeypatch):
     assert main(["check", "empty.py", "--format", "json", "--output", "report.json"]) == 0
     assert json.loads(report.read_text())["targets"] == []
     assert report.stat().st_mode & 0o777 == 0o600
+
+
+def _lsp_message(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_onnxlens_lsp_exits_0_after_shutdown_and_exit():
+    """Issue "nothing lost, round 3", item 10: `onnxlens lsp` ended with a traceback and exit
+    1 after `shutdown` + `exit` (the server closes stdout; `python -m lsp_server` exited 0)."""
+    messages = b"".join(_lsp_message(m) for m in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"}))
+    done = subprocess.run([sys.executable, "-m", "exporter.cli", "lsp"], input=messages,
+                          capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"Traceback" not in done.stderr
+    bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1])
+              for part in done.stdout.split(b"Content-Length: ")[1:]]
+    assert {"id": 2, "jsonrpc": "2.0", "result": None} in bodies  # shutdown was answered
+
+
+def test_escape_sequences_in_a_models_message_reach_no_terminal(tmp_path):
+    """Issue "nothing lost, round 3", item 10: an ANSI colour and an OSC title sequence in a
+    model's exception reached the terminal raw; they are shown escaped."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text(
+        "import torch\n\n\n"
+        "# onnx-export: args=(torch.randn(2, 4),)\n"
+        "class Loud(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        raise ValueError('\\x1b[31mred\\x1b]0;pwned\\x07 and \\x9b')\n")
+    done = subprocess.run([sys.executable, "-m", "exporter.cli", "check", "m.py",
+                           "--format", "github"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    text = subprocess.run([sys.executable, "-m", "exporter.cli", "check", "m.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    for run in (done, text):
+        assert run.returncode == 1, run.stderr
+        assert "\x1b" not in run.stdout and "\x07" not in run.stdout and "\x9b" not in run.stdout
+        assert r"\x1b[31mred\x1b]0;pwned\x07 and \x9b" in run.stdout
+    assert "m.py:7:9: error[ONNX004]" in text.stdout
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """Mount a small tmpfs with the given options (``mount -t tmpfs``: root only)."""
+    mounted: list[Path] = []
+
+    def mount(name: str, options: str) -> Path:
+        point = tmp_path / name
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", str(point)], check=False)
+
+
+def _no_target_project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text("import torch\n\n\n"
+                                   "# onnx-export: args=(torch.randn(2, 4),)\n"
+                                   "class Twice(torch.nn.Module):\n"
+                                   "    def forward(self, x):\n"
+                                   "        return x * 2\n")
+    return tmp_path / "m.py"
+
+
+def test_a_report_on_a_read_only_file_system_is_one_line_before_the_check(tmp_path, tmpfs,
+                                                                          capsys):
+    """Issue "nothing lost, round 3", item 8, on a real read-only file system (as root, a
+    directory's mode bits stop nothing)."""
+    model = _no_target_project(tmp_path)
+    read_only = tmpfs("ro", "ro,size=1m")
+    for option in ("--output", "--sarif-file"):
+        assert main(["check", str(model), "--format", "json", option,
+                     str(read_only / "report.json")]) == 2
+        err = capsys.readouterr().err
+        assert err == f"onnxlens: error: {read_only / 'report.json'}: Read-only file system\n"
+    output = tmp_path / "kept.onnx"
+    output.write_bytes(b"previous")
+    assert main(["save", f"{model}::Twice", "-o", str(read_only / "m.onnx")]) == 2
+    assert capsys.readouterr().err == \
+        f"onnxlens: error: {read_only / 'm.onnx'}: Read-only file system\n"
+
+
+def test_a_report_on_a_full_file_system_is_one_line(tmp_path, tmpfs, capsys):
+    """Issue "nothing lost, round 3", item 8: a full file system gave a traceback and exit 1
+    ("errors found") after the whole check; now exit 2, one line, nothing half-written."""
+    model = _no_target_project(tmp_path)
+    full = tmpfs("full", "size=64k")
+    with open(full / "filler", "wb", buffering=0) as filler, contextlib.suppress(OSError):
+        while True:
+            filler.write(b"\0" * 4096)
+    assert main(["check", str(model), "--format", "json", "--output",
+                 str(full / "report.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"onnxlens: error: {full / 'report.json'}: No space left on device\n")
+    assert "Traceback" not in err
+    assert sorted(p.name for p in full.iterdir()) == ["filler"]

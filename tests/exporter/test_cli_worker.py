@@ -182,3 +182,98 @@ def test_a_package_changing_global_state_changes_no_other_files_verdict(
         ("plain.py", "Float32Input", True)]
     assert one["diagnostics"] == []
     assert one == two == cold
+
+
+LSP_FIXTURES = REPO / "tests" / "lsp" / "fixtures"
+
+
+def _check(paths: list[Path], out: Path, *options: str, root: Path = LSP_FIXTURES,
+           guard: float = 300) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """``onnxlens check`` in a process of its own (in ``out``), its JSON report (``-o``)
+    read back."""
+    report_path = out / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "check", *map(str, paths), "--root", str(root),
+         "--format", "json", "-o", str(report_path), *options],
+        capture_output=True, text=True, timeout=guard, cwd=out)
+    assert report_path.exists(), done.stderr
+    return done, json.loads(report_path.read_text())
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_model_that_takes_the_worker_down_twice_costs_only_its_own_target(tmp_path, jobs):
+    """Issue "nothing lost, round 3", item 3: a model that ends its worker (here with
+    ``os.kill(os.getppid(), SIGTERM)``), checked once and again in a new worker, aborted the
+    whole run (exit 2, "the export worker could not start", no report); with --jobs 2 the
+    target checked beside it got ONNX902 too. A job run again after its worker died runs
+    alone, and the targets after it are checked in a new worker. ``breakpoint()`` and
+    ``input()`` are a located ONNX004 that says why; ``sys.stdin.readline()`` reads
+    end-of-file (the job's stdin is /dev/null, not the worker's request pipe)."""
+    killer, terminal = LSP_FIXTURES / "kills_worker", LSP_FIXTURES / "terminal"
+    done, report = _check([killer / "model.py", terminal / "model.py"], tmp_path,
+                          "--jobs", jobs, "--timeout", "60")
+    assert done.returncode == 1, done.stderr
+    assert "could not start" not in done.stderr and "Traceback" not in done.stderr
+    assert [(Path(t["path"]).parent.name, t["name"], t["ok"]) for t in report["targets"]] == [
+        ("kills_worker", "KillsItsWorker", False), ("kills_worker", "Innocent", True),
+        ("terminal", "Debugs", False), ("terminal", "Asks", False),
+        ("terminal", "ReadsALine", True)]
+    found = {d["target"]: d for d in report["diagnostics"]}
+    assert set(found) == {"KillsItsWorker", "Debugs", "Asks"}
+    lost = found["KillsItsWorker"]
+    assert (lost["rule"], lost["range"]["start"]) == ("ONNX902", {"line": 8, "column": 7})
+    assert "was killed by SIGTERM, twice" in lost["message"]
+    debugs, asks = found["Debugs"], found["Asks"]
+    assert (debugs["rule"], debugs["range"]["start"]) == ("ONNX004", {"line": 9, "column": 9})
+    assert "breakpoint() stops in a debugger, which a checked model cannot do" \
+        in debugs["message"]
+    assert (asks["rule"], asks["range"]["start"]) == ("ONNX004", {"line": 16, "column": 23})
+    assert "input() reads the terminal, which a checked model cannot do" in asks["message"]
+
+
+def _pid_in(path: Path) -> int:
+    return int(path.read_text())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_job_ends_with_its_process_and_takes_its_descendants_with_it(tmp_path):
+    """Item 4: a module that leaves a child (and a grandchild in a session of its own)
+    running kept the job's answer pipe open: a false ONNX901 at the timeout, and with
+    ``--timeout 0`` the CLI never returned; both outlived the CLI. The job ends when its
+    process ends, and everything it started ends with it."""
+    model = tmp_path / "model.py"
+    model.write_text((LSP_FIXTURES / "lingers" / "model.py").read_text())
+    done, report = _check([model], tmp_path, "--timeout", "0", root=tmp_path, guard=120)
+    assert done.returncode == 0, done.stderr
+    assert report["diagnostics"] == []
+    assert [(t["name"], t["ok"]) for t in report["targets"]] == [("LeavesChildren", True)]
+    for name in ("child.pid", "grandchild.pid"):
+        assert not _alive(_pid_in(tmp_path / name)), name
+
+
+def test_the_memory_limit_counts_what_a_job_started(tmp_path):
+    """Item 4: a child of the model holding 1.5 GB passed ``--memory-limit-mb 1024``."""
+    done, report = _check([LSP_FIXTURES / "child_memory" / "model.py"], tmp_path,
+                          "--memory-limit-mb", "1024", "--timeout", "60")
+    assert done.returncode == 1, done.stderr
+    (diagnostic,) = report["diagnostics"]
+    assert (diagnostic["rule"], diagnostic["target"], diagnostic["range"]["start"]) == \
+        ("ONNX903", "ChildAllocates", {"line": 8, "column": 7})
+    assert "went past the memory limit of 1024 MB" in diagnostic["message"]
+
+
+def test_the_smallest_memory_limit_checks_a_tiny_model(tmp_path):
+    """Item 10: at the documented minimum, 256 MB, a tiny MLP got ONNX903: the pages the
+    job shares with the warm worker were counted. The limit counts what the job owns."""
+    done, report = _check([LSP_FIXTURES / "tiny_mlp" / "model.py"], tmp_path,
+                          "--memory-limit-mb", "256", "--timeout", "60")
+    assert done.returncode == 0, done.stderr
+    assert report["diagnostics"] == []
+    assert [(t["name"], t["ok"]) for t in report["targets"]] == [("TinyMlp", True)]

@@ -47,10 +47,12 @@ def test_failed_export_leaves_the_previous_file_intact(in_fixtures, tmp_path, ca
     assert sorted(os.listdir(tmp_path)) == ["model.onnx"]
 
 
-def test_a_model_that_could_not_be_finished_is_not_saved(in_fixtures, tmp_path, capsys,
-                                                         monkeypatch):
+def test_a_model_that_could_not_be_finished_is_not_saved(session, tmp_path, monkeypatch):
     """Translated, but the opset conversion (or the optimizer) failed: torch.onnx.export
-    would raise, so nothing is saved (the half-finished model used to be)."""
+    would raise, so nothing is saved (the half-finished model used to be). The save job
+    itself, in this process, as a worker's job process runs it for ``onnxlens save``."""
+    from export_worker.jobs import run_job
+    from export_worker.messages import JobRequest
     from exporter import torch_compat
 
     def fails(*args, **kwargs):
@@ -58,10 +60,12 @@ def test_a_model_that_could_not_be_finished_is_not_saved(in_fixtures, tmp_path, 
 
     monkeypatch.setattr(torch_compat, "finish_model", fails)
     output = tmp_path / "convnet.onnx"
-    assert main(["save", "clean/convnet.py::ConvNet", "-o", str(output)]) == 1
-    err = capsys.readouterr().err
-    assert "ONNX202" in err and "cannot convert to opset 20" in err
-    assert "not saved: the export failed" in err
+    answer = run_job(session, JobRequest("save", str(FIXTURES / "clean" / "convnet.py"),
+                                         str(FIXTURES / "clean"), "ConvNet",
+                                         output=str(output)))
+    assert not answer.saved and answer.error == "the export failed; the file was not written"
+    assert any(d["rule"] == "ONNX202" and "cannot convert to opset 20" in d["message"]
+               for d in answer.diagnostics), answer.diagnostics
     assert not output.exists()
 
 
@@ -184,6 +188,41 @@ def test_killed_mid_write_leaves_the_previous_file_intact(tmp_path):
     writer.wait(timeout=30)
     assert output.read_bytes() == b"previous model"
     assert not list(tmp_path.glob("big.onnx.*.data"))
+    # Issue "nothing lost, round 3", item 10: the killed save's hidden scratch directory
+    # stayed for ever; the next save to the destination removes it (it is ours), and nothing
+    # else: a look-alike directory of a live process stays.
+    assert [p.name for p in tmp_path.glob(".big.onnx.*")]
+    alive = tmp_path / f".big.onnx.{os.getpid()}.abcdef"
+    alive.mkdir()
+    save_model(onnx.helper.make_model(onnx.helper.make_graph([], "g", [], [])), output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [alive.name, "big.onnx"]
+
+
+_CONCURRENT_WRITER = textwrap.dedent("""
+    import sys
+    import numpy as np, onnx
+    from exporter.artifacts import save_model
+    weights = onnx.numpy_helper.from_array(np.full(2_000_000, float(sys.argv[2]), np.float32),
+                                           "w")
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                                   [onnx.helper.make_tensor_value_info("y", 1, [None])],
+                                   [weights])
+    save_model(onnx.helper.make_model(graph), sys.argv[1], external_data_threshold=1)
+""")
+
+
+def test_concurrent_saves_leave_no_orphan_data_file(tmp_path):
+    """Issue "nothing lost, round 3", item 10: two saves at once to one destination left the
+    data file of the one replaced first behind, referred to by nothing."""
+    output = tmp_path / "m.onnx"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    writers = [subprocess.Popen([sys.executable, "-c", _CONCURRENT_WRITER, str(output),
+                                 str(value)], env=env) for value in range(6)]
+    assert [writer.wait(timeout=300) for writer in writers] == [0] * 6
+    model = onnx.load_model(output, load_external_data=False)
+    (location,) = {entry.value for entry in model.graph.initializer[0].external_data
+                   if entry.key == "location"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m.onnx", location])
 
 
 def test_run_prints_outputs_comparison_and_latency(in_fixtures, capsys):
@@ -234,3 +273,112 @@ def test_run_of_a_failing_target_explains(in_fixtures, capsys):
     assert main(["run", "ort_kernel_missing/model.py::DoubleErf"]) == 1
     err = capsys.readouterr().err
     assert "error[ONNX401]" in err and "cannot run" in err
+
+
+# Issue "nothing lost, round 3", item 2: save and run are worker jobs; the model's code never
+# runs in the CLI's process.
+MISBEHAVING = '''import os
+import threading
+import time
+
+import torch
+
+
+# onnx-export: args=(torch.randn(2, 4),)
+class ExitsInForward(torch.nn.Module):
+    def forward(self, x):
+        os._exit(0)
+
+
+# onnx-export: args=(torch.randn(2, 4),)
+class LeavesAThread(torch.nn.Module):
+    def forward(self, x):
+        threading.Thread(target=time.sleep, args=(3600,)).start()
+        return x * 2
+
+
+# onnx-export: args=(torch.randn(2, 4),)
+class Sleeps(torch.nn.Module):
+    def forward(self, x):
+        time.sleep(3600)
+        return x
+
+
+# onnx-export: args=(torch.randn(2, 4),)
+class WritesToDescriptorOne(torch.nn.Module):
+    def forward(self, x):
+        os.write(1, b"raw bytes at fd 1\\n")
+        return x + 1
+'''
+
+
+def _cli(tmp_path, *arguments: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "exporter.cli", *arguments], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def misbehaving(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text(MISBEHAVING)
+    return tmp_path
+
+
+def test_a_model_that_exits_is_not_saved_and_says_so(misbehaving):
+    """Before: ``save`` exited 0, printed nothing, and the old model stayed."""
+    output = misbehaving / "model.onnx"
+    output.write_bytes(b"previous model")
+    save = _cli(misbehaving, "save", "m.py::ExitsInForward", "-o", "model.onnx")
+    assert save.returncode == 1, save.stderr
+    assert "m.py:9:7: error[ONNX902]: The process checking `ExitsInForward` died: exited " \
+        "with status 0" in save.stderr
+    assert "not saved: the process exporting it died (ONNX902); model.onnx is unchanged." \
+        in save.stderr
+    assert output.read_bytes() == b"previous model"
+
+
+def test_a_thread_the_model_leaves_does_not_keep_the_cli(misbehaving):
+    """Before: a non-daemon thread kept the CLI from ever exiting."""
+    save = _cli(misbehaving, "save", "m.py::LeavesAThread", "-o", "model.onnx", timeout=240)
+    assert save.returncode == 0, save.stderr
+    assert save.stdout == "onnxlens: wrote model.onnx\n"
+    run = _cli(misbehaving, "run", "m.py::LeavesAThread", "--repeat", "2", "--format", "json",
+               timeout=240)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["matched"] is True
+
+
+def test_save_and_run_stop_at_their_timeout(misbehaving):
+    """Before: neither had a timeout."""
+    save = _cli(misbehaving, "save", "m.py::Sleeps", "-o", "model.onnx", "--timeout", "5")
+    assert save.returncode == 1, save.stderr
+    # stopped where it sleeps, by the job's own alarm
+    assert "m.py:24:9: error[ONNX901]: The check of `Sleeps` did not finish within 5 s" \
+        in save.stderr
+    assert "not saved: the export failed; model.onnx is unchanged." in save.stderr
+    assert not (misbehaving / "model.onnx").exists()
+    run = _cli(misbehaving, "run", "m.py::Sleeps", "--timeout", "5")
+    assert run.returncode == 1 and run.stdout == "", run.stderr
+    assert "error[ONNX901]" in run.stderr and "cannot run m.py::Sleeps" in run.stderr
+
+
+def test_what_the_model_writes_to_descriptor_one_stays_out_of_the_json(misbehaving):
+    run = _cli(misbehaving, "run", "m.py::WritesToDescriptorOne", "--repeat", "2", "--format",
+               "json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["target"] == "WritesToDescriptorOne"
+    assert "raw bytes at fd 1" in run.stderr
+
+
+def test_save_of_a_file_that_is_not_utf8_is_one_line(tmp_path):
+    """Item 10: before, a traceback."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "latin.py").write_bytes(b"# onnx-export: args=()\ndef f():\n    return '\xe9'\n")
+    for arguments in (("save", "latin.py::f", "-o", "f.onnx"), ("run", "latin.py::f")):
+        done = _cli(tmp_path, *arguments)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("onnxlens: error: latin.py: the file cannot be read: "
+                                      "'utf-8' codec can't decode byte 0xe9"), done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1

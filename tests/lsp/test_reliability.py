@@ -3,6 +3,7 @@ asserts the diagnostic, that the server still answers, and that the next check s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -266,3 +267,86 @@ def test_a_request_with_malformed_params_is_answered(tmp_path):
         "code": -32602, "message": "textDocument/hover: the params do not match the protocol"}
     assert "error" not in responses[3] and "error" not in responses[4]  # still serving
     assert done.returncode == 0
+
+
+def _downs(client: LanguageClient) -> int:
+    """How many times the server logged that its worker went down."""
+    return sum(m.message == "export worker down" for m in client.log_messages)
+
+
+async def _kill_the_next_worker(client: LanguageClient, killed: list[int]) -> None:
+    """SIGKILL the worker that starts after those in ``killed``, before it is ready, and
+    wait until the server saw it go."""
+    downs = _downs(client)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        worker = (await server_status(client))["worker"]
+        if worker["pid"] and worker["pid"] not in killed and not worker["ready"]:
+            os.kill(worker["pid"], signal.SIGKILL)
+            killed.append(worker["pid"])
+            await wait_for(lambda: _downs(client) > downs, 30, "the worker to go down")
+            return
+    raise AssertionError("no new worker started")
+
+
+async def test_a_check_requested_while_the_worker_is_down_runs_in_a_new_one(
+        client: LanguageClient):
+    """Issue "nothing lost, round 3", item 9: after the worker was killed during a check and
+    during its run again, the next edit and save was answered at once with the previous
+    ONNX902, without a check, while the server waited to start a new worker (it waits 1, 2,
+    4 ... s while workers die before they are ready). The check now starts a new worker
+    itself, and the log says that the server waits."""
+    path = LSP_FIXTURES / "slow" / "model.py"
+    text = path.read_text()
+    uri = open_file(client, path, text + "\n# its workers keep dying\n")
+    try:
+        await _job_pid(client)
+        killed = [(await server_status(client))["worker"]["pid"]]
+        downs = _downs(client)
+        os.kill(killed[0], signal.SIGKILL)
+        await wait_for(lambda: _downs(client) > downs, 30, "the worker to go down")
+        await _kill_the_next_worker(client, killed)  # the one its run again waits for
+        (lost,) = await diagnostics_for(client, uri, lambda d: len(d) == 1, timeout=120)
+        assert (lost.code, lost.range.start.line + 1) == ("ONNX902", 7)
+        assert "`Slow` was not checked: the export worker was killed by SIGKILL" in lost.message
+        for _ in range(2):  # the server waits 1 s, then 2 s, to start another; then 4 s
+            await _kill_the_next_worker(client, killed)
+        change_and_save(client, uri, text + "\n# edited while no worker runs\n", 2)
+        assert await diagnostics_for(client, uri, timeout=120) == []
+        assert (await server_status(client))["worker"]["pid"] not in killed
+        assert any("keeps stopping before it is ready; starting a new one in" in m.message
+                   for m in client.log_messages)
+    finally:
+        close_file(client, uri)
+
+
+def _alive_in(path: Path) -> bool:
+    """Whether the process whose pid ``path`` holds still runs."""
+    return process_exists(int(path.read_text()))
+
+
+async def test_a_check_ends_with_its_process_and_what_it_started_ends_with_it(
+        client: LanguageClient, tmp_path):
+    """Item 4: a module that leaves a child and a grandchild in a session of its own
+    running (fixtures/lingers) held the job's answer pipe: a false ONNX901 at the timeout,
+    a job the worker kept for ever (so it never forked its spare again), and both processes
+    outlived the server. The check ends when its process ends, and what it started ends
+    with it."""
+    model = tmp_path / "model.py"
+    model.write_text((LSP_FIXTURES / "lingers" / "model.py").read_text())
+    uri = open_file(client, model)
+    try:
+        assert await diagnostics_for(client, uri, timeout=60) == []
+        assert not _alive_in(tmp_path / "child.pid")
+        assert not _alive_in(tmp_path / "grandchild.pid")
+
+        async def idle_with_a_spare() -> bool:
+            worker = (await server_status(client))["worker"]
+            return worker["ready"] and not worker["jobs"] and worker["spare"] is not None
+
+        deadline = time.monotonic() + 60
+        while not await idle_with_a_spare():
+            assert time.monotonic() < deadline, "the worker kept a job, or no spare"
+            await asyncio.sleep(0.2)
+    finally:
+        close_file(client, uri)
