@@ -491,7 +491,7 @@ def _measure(command: list[str]) -> tuple[float, float]:
 
 
 def bench_big() -> list[str]:
-    ours = _measure([PYTHON, "-m", "exporter.cli", "check", str(BENCH / "models" / "big.py")])
+    ours = _measure([PYTHON, "-m", "onnxlens", "check", str(BENCH / "models" / "big.py")])
     theirs = _measure([PYTHON, "-c", _BIG_PLAIN.format(models=str(BENCH / "models"))])
     return ["| 1.07 B parameters | wall | peak RSS |", "|---|---|---|",
             f"| onnxlens check, `weights=\"none\"` | {ours[0]:.1f} s | **{ours[1]:.0f} MB** |",
@@ -503,7 +503,7 @@ def bench_big8b() -> list[str]:
     """A Llama-3-8B-shaped configuration without weights; the plain exporter would need its
     32 GB of float32 weights, more than this machine has, so it is not run."""
     path = BENCH / "models" / "llama8b.py"
-    wall, rss = _measure([PYTHON, "-m", "exporter.cli", "check", str(path), "--jobs", "1"])
+    wall, rss = _measure([PYTHON, "-m", "onnxlens", "check", str(path), "--jobs", "1"])
     return ["| 8.0 B parameters (Llama-3-8B shape) | wall | peak RSS |", "|---|---|---|",
             f"| onnxlens check, `weights=\"none\"` | {wall:.1f} s | **{rss:.0f} MB** |",
             "| plain torch.onnx.export, real weights | not run: 32 GB of float32 weights | — |"]
@@ -536,7 +536,7 @@ def bench_jobs() -> list[str]:
         times = {}
         for jobs in (1, 2):
             started = time.perf_counter()
-            subprocess.run([PYTHON, "-m", "exporter.cli", "check", *files, "--root", str(REPO),
+            subprocess.run([PYTHON, "-m", "onnxlens", "check", *files, "--root", str(REPO),
                             "--format", "json", "--jobs", str(jobs)], env=ENV, cwd=REPO,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             times[jobs] = time.perf_counter() - started

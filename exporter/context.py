@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import torch
 
     from exporter.dynamic_dims import Narrowed
-    from exporter.session import ExportSession
+    from exporter.registries import Registries
 
 
 @dataclass
@@ -97,7 +97,7 @@ class Ran:
 class CheckContext:
     target: Target
     workspace: Path
-    session: ExportSession
+    registries: Registries  # the session's: built once per opset in a process
     settings: Settings = field(default_factory=Settings)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # the pragma's, evaluated at load

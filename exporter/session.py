@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.context import CheckContext, Settings
+from exporter.registries import Registries
 from exporter.result import CheckResult, TargetResult
 from exporter.sourcetext import decoding_problem, overlay, read_source
 from exporter.targets import Discovery, Target, discover
@@ -44,7 +45,7 @@ class ExportSession:
 
         self._compat = torch_compat
         self.settings = settings or Settings()
-        self._registries: dict[int, Any] = {}
+        self.registries = Registries()
 
     def warm_up(self) -> None:
         """Build the default registry and run the behavioural probes (the probe model through
@@ -72,14 +73,7 @@ class ExportSession:
     def registry(self, opset: int | None, table: dict[Callable, Callable] | None) -> Any:
         """The registry torch.onnx.export builds for a model of ``opset`` (None: its
         default), with ``table`` registered on top."""
-        compat = self._compat
-        if not compat.available("staged-translation"):
-            return None
-        opset = compat.registry_opset(opset if opset is not None else compat.default_opset())
-        if opset not in self._registries:
-            self._registries[opset] = compat.build_registry(opset)
-        base = self._registries[opset]
-        return compat.registry_with(base, table) if table else base
+        return self.registries.get(opset, table)
 
     def discover(self, path: Path, source: str | None = None) -> Discovery:
         return discover(path, read_source(path) if source is None else source)
@@ -95,7 +89,7 @@ class ExportSession:
         from exporter.pipeline import run_pipeline
 
         with isolated_import_path(target.path, workspace):
-            context = CheckContext(target, workspace, self, settings=self.settings)
+            context = CheckContext(target, workspace, self.registries, settings=self.settings)
             return context, run_pipeline(context, stage_done)
 
     def check_file(self, path: Path, workspace: Path | None = None,

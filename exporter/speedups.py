@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from exporter import shortcuts, torch_compat
+from exporter import installed_torch, shortcuts
 
 
 def _parameters(function: Any) -> list[str]:
@@ -354,8 +354,8 @@ SPEEDUPS: tuple[Speedup, ...] = (
 
 # name -> why it is off although its switch is on (None: verified); only on untested torch
 _UNVERIFIED: dict[str, str] = (
-    {} if torch_compat.TORCH_TESTED else
-    {s.name: f"not yet compared on torch {torch_compat.TORCH_VERSION}" for s in SPEEDUPS})
+    {} if installed_torch.TESTED else
+    {s.name: f"not yet compared on torch {installed_torch.VERSION}" for s in SPEEDUPS})
 
 
 def why_off(speedup: Speedup) -> str | None:
@@ -405,7 +405,7 @@ def verify_on_untested_torch(export: Callable[[], bytes]) -> None:
             same = export() == reference
             verdicts[name] = "" if same else (
                 f"the probe model exports to other ONNX with it on torch "
-                f"{torch_compat.TORCH_VERSION}")
+                f"{installed_torch.VERSION}")
         except Exception as error:
             verdicts[name] = f"the probe export failed with it: {type(error).__name__}: {error}"
         _UNVERIFIED[name] = "being compared"

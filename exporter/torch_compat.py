@@ -26,10 +26,10 @@ from typing import Any
 
 import torch
 
-from exporter import versions
+from exporter import installed_torch
 
-TORCH_VERSION = torch.__version__
-TORCH_TESTED = versions.is_tested(TORCH_VERSION)
+TORCH_VERSION = installed_torch.VERSION
+TORCH_TESTED = installed_torch.TESTED
 ENVIRONMENT_VARIABLE = "ONNXLENS_CAPABILITIES_OFF"
 
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Run every test: installs what the tests need (Python packages, the SARIF tools, npm
-# packages, code-server, Chromium), checks ruff and mypy (settings in pyproject.toml), runs
-# pytest on the primary torch, then the tests that depend on torch (marked `every_torch` in
-# tests/conftest.py) again on every other tested torch (exporter/versions.py; each in a venv
-# of its own that scripts/setup.sh installs), then the VS Code extension's tests. Extra
-# arguments go to pytest.
+# packages, code-server, Chromium), checks ruff, mypy and the import contracts (settings in
+# pyproject.toml), runs pytest on the primary torch, then the tests that depend on torch
+# (marked `every_torch` in tests/conftest.py) again on every other tested torch
+# (exporter/versions.py; each in a venv of its own that scripts/setup.sh installs), then the
+# VS Code extension's tests. Extra arguments go to pytest.
 # pytest runs in ONNXLENS_TEST_WORKERS processes (pytest-xdist; default: one per core, each
 # test module in one process so that its server and fixtures start once; 0 runs in-process).
 # ONNXLENS_SKIP_OTHER_TORCH=1 leaves the other torches out (e.g. while working on one part).
@@ -17,6 +17,7 @@ bash "$repo/tools/sarif/install.sh" >/dev/null
 cd "$repo"
 "$venv/bin/ruff" check .
 "$venv/bin/python" -m mypy
+"$venv/bin/lint-imports" --no-cache  # the import contracts: [tool.importlinter]
 
 parallel=(-n "${ONNXLENS_TEST_WORKERS:-auto}" --dist loadscope)
 

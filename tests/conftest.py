@@ -17,10 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 EVERY_TORCH = frozenset({
     "tests/corpus/test_corpus.py",
     "tests/exporter/test_cached_decomposition.py",
-    "tests/exporter/test_examples.py",
     "tests/exporter/test_fixture_diagnostics.py",
-    "tests/exporter/test_readme_examples.py",
-    "tests/exporter/test_save_and_run.py",
     "tests/exporter/test_session.py",
     "tests/exporter/test_shortcuts.py",
     "tests/exporter/test_soundness.py",
@@ -32,6 +29,9 @@ EVERY_TORCH = frozenset({
     "tests/lsp/test_toolchain.py",
     "tests/lsp/test_warm_imports.py",
     "tests/lsp/test_worker.py",
+    "tests/onnxlens/test_examples.py",
+    "tests/onnxlens/test_readme_examples.py",
+    "tests/onnxlens/test_save_and_run.py",
 })
 
 

@@ -29,7 +29,7 @@ def run(ctx: CheckContext) -> None:
     model (opset conversion, optimization, names), with every missing translation found."""
     opset = requested_opset(ctx)
     captured = ctx.need_captured()
-    registry = ctx.session.registry(opset, ctx.option("custom_translation_table"))
+    registry = ctx.registries.get(opset, ctx.option("custom_translation_table"))
     if registry is None:
         _translate_publicly(ctx, opset)
         return

@@ -49,7 +49,7 @@ def test_the_action_is_composite_and_passes_inputs_through_the_environment():
 
 
 def onnxlens_help(command: str) -> str:
-    return subprocess.run([sys.executable, "-m", "exporter.cli", command, "--help"],
+    return subprocess.run([sys.executable, "-m", "onnxlens", command, "--help"],
                           capture_output=True, text=True, check=True, cwd=REPO).stdout
 
 

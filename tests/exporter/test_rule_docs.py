@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from exporter.cli import main
+from onnxlens.cli import main
 from exporter.rules import RULES
 from tests.conftest import REPO
 

@@ -12,7 +12,7 @@ from dataclasses import fields
 
 import pytest
 
-from exporter.cli import main
+from onnxlens.cli import main
 from exporter.settings_schema import BY_PYPROJECT, SETTINGS, is_excluded
 from lsp_server.settings import Settings
 from tests.conftest import FIXTURES, REPO
@@ -28,7 +28,7 @@ def test_the_servers_settings_are_the_schemas():
 
 
 def test_every_cli_flag_exists():
-    done = subprocess.run([sys.executable, "-m", "exporter.cli", "check", "--help"],
+    done = subprocess.run([sys.executable, "-m", "onnxlens", "check", "--help"],
                           capture_output=True, text=True, check=True, cwd=REPO)
     for setting in SETTINGS:
         if setting.cli:

@@ -32,7 +32,7 @@ def _limited_memory() -> None:
 
 def _onnxlens(*args: str, cwd) -> subprocess.CompletedProcess[str]:
     # a hang guard, not a timing assertion: before the fix the run never ended
-    return subprocess.run([sys.executable, "-m", "exporter.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "onnxlens", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300,
                           preexec_fn=_limited_memory,
                           env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.cli import main
+from onnxlens.cli import main
 from exporter.suppressions import find_suppressions, with_rule_added
 from tests.conftest import FIXTURES
 

@@ -78,7 +78,7 @@ def test_walking_nested_values_falls_back_to_the_same_leaves(monkeypatch):
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    code = "import sys\nfrom exporter.cli import main\nsys.exit(main(sys.argv[1:]))"
+    code = "import sys\nfrom onnxlens.cli import main\nsys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           cwd=REPO, env={**os.environ, **(env or {})}, timeout=600)
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from exporter.cli import main
+from onnxlens.cli import main
 from tests.conftest import FIXTURES
 from tests.sarif_tools import validate_with_multitool, validate_with_schema
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from exporter.cli import main
+from onnxlens.cli import main
 from tests.conftest import REPO
 
 EXPECTED = [

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.cli import main
+from onnxlens.cli import main
 from tests.conftest import FIXTURES, REPO
 from tests.sarif_tools import validate_with_schema
 
@@ -111,7 +111,7 @@ def test_unknown_rule_is_a_usage_error(in_fixtures, capsys):
 
 def test_console_script_runs_in_a_fresh_process():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "exporter.cli", "check", "eager_failure"],
+    done = subprocess.run([sys.executable, "-m", "onnxlens", "check", "eager_failure"],
                           cwd=FIXTURES, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert "eager_failure/model.py:11:16: error[ONNX004]" in done.stdout
@@ -198,7 +198,7 @@ def bare_python(tmp_path_factory) -> str:
 
 
 def _bare(python: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([python, "-m", "exporter.cli", *args], capture_output=True, text=True,
+    return subprocess.run([python, "-m", "onnxlens", *args], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120,
                           stdin=subprocess.DEVNULL)
 
@@ -258,7 +258,7 @@ def test_endless_loop_is_stopped_by_the_timeout(capsys):
 def test_a_reader_that_stops_reading_ends_the_command_quietly(command):
     """``onnxlens rule --all | head -0``: no traceback (a regression: BrokenPipeError, and
     for `check` every cancelled target's exception at shutdown)."""
-    process = subprocess.Popen([sys.executable, "-m", "exporter.cli", *command], cwd=REPO,
+    process = subprocess.Popen([sys.executable, "-m", "onnxlens", *command], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stderr is not None
     process.stdout.close()  # before anything is written: every write fails
@@ -336,7 +336,7 @@ def test_onnxlens_lsp_exits_0_after_shutdown_and_exit():
         {"jsonrpc": "2.0", "method": "initialized", "params": {}},
         {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
         {"jsonrpc": "2.0", "method": "exit"}))
-    done = subprocess.run([sys.executable, "-m", "exporter.cli", "lsp"], input=messages,
+    done = subprocess.run([sys.executable, "-m", "onnxlens", "lsp"], input=messages,
                           capture_output=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr.decode()
@@ -356,10 +356,10 @@ def test_escape_sequences_in_a_models_message_reach_no_terminal(tmp_path):
         "class Loud(torch.nn.Module):\n"
         "    def forward(self, x):\n"
         "        raise ValueError('\\x1b[31mred\\x1b]0;pwned\\x07 and \\x9b')\n")
-    done = subprocess.run([sys.executable, "-m", "exporter.cli", "check", "m.py",
+    done = subprocess.run([sys.executable, "-m", "onnxlens", "check", "m.py",
                            "--format", "github"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
-    text = subprocess.run([sys.executable, "-m", "exporter.cli", "check", "m.py"],
+    text = subprocess.run([sys.executable, "-m", "onnxlens", "check", "m.py"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     for run in (done, text):

@@ -61,7 +61,7 @@ def test_a_readme_console_example_prints_what_it_shows(command, shown):
     words = shlex.split(command)
     assert words[0] == "onnxlens"
     env = {key: value for key, value in os.environ.items() if key != "GITHUB_STEP_SUMMARY"}
-    done = subprocess.run([sys.executable, "-m", "exporter.cli", *words[1:]], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "onnxlens", *words[1:]], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=600)
     assert matches(shown, done.stdout.splitlines()), done.stdout
 

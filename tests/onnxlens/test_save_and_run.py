@@ -17,7 +17,7 @@ import onnxruntime as ort
 import pytest
 
 from exporter.artifacts import UnsafePathError, load_model, save_model
-from exporter.cli import main
+from onnxlens.cli import main
 from tests.conftest import FIXTURES, REPO
 
 
@@ -252,7 +252,7 @@ def test_what_the_model_prints_stays_out_of_the_json_report(tmp_path):
     to stderr, and stdout carries the report alone."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "run", "stdio/noisy.py::Noisy", "--format",
+        [sys.executable, "-m", "onnxlens", "run", "stdio/noisy.py::Noisy", "--format",
          "json", "--repeat", "2"],
         cwd=FIXTURES, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -262,7 +262,7 @@ def test_what_the_model_prints_stays_out_of_the_json_report(tmp_path):
 
     output = tmp_path / "noisy.onnx"
     save = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "save", "stdio/noisy.py::Noisy", "-o",
+        [sys.executable, "-m", "onnxlens", "save", "stdio/noisy.py::Noisy", "-o",
          str(output)], cwd=FIXTURES, env=env, capture_output=True, text=True, timeout=300)
     assert save.returncode == 0, save.stderr
     assert save.stdout == f"onnxlens: wrote {output}\n"
@@ -314,7 +314,7 @@ class WritesToDescriptorOne(torch.nn.Module):
 
 def _cli(tmp_path, *arguments: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "exporter.cli", *arguments], cwd=tmp_path,
+    return subprocess.run([sys.executable, "-m", "onnxlens", *arguments], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 

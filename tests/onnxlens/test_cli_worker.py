@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.cli import main
+from onnxlens.cli import main
 from tests.conftest import FIXTURES, REPO
 from tests.warm_side_effects import python_path_with
 from tests.warm_side_effects import workspace as side_effect_workspace
@@ -26,7 +26,7 @@ def test_faults_cost_only_their_own_target(tmp_path):
     run with exit 139 and no report."""
     report_path = tmp_path / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "check", str(FAULTS), "--root", str(FAULTS),
+        [sys.executable, "-m", "onnxlens", "check", str(FAULTS), "--root", str(FAULTS),
          "--format", "json", "-o", str(report_path), "--timeout", str(TIMEOUT),
          "--memory-limit-mb", "1024", "--jobs", "2"],
         capture_output=True, text=True, timeout=300, cwd=FAULTS)
@@ -117,7 +117,7 @@ def test_an_interrupted_run_still_reports_what_it_checked(tmp_path):
     (tmp_path / "z_forever.py").write_text(
         (REPO / "tests" / "lsp" / "fixtures" / "forever" / "model.py").read_text())
     run = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli", "check", str(tmp_path), "--root", str(tmp_path),
+        [sys.executable, "-m", "onnxlens", "check", str(tmp_path), "--root", str(tmp_path),
          "--timeout", "0", "--jobs", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
@@ -145,7 +145,7 @@ def test_user_code_sees_real_stdio_and_the_json_report_stays_clean():
     goes to the worker's stderr: neither into the JSON report nor onto the terminal."""
     folder = FIXTURES / "stdio"
     done = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "check", str(folder), "--root", str(folder),
+        [sys.executable, "-m", "onnxlens", "check", str(folder), "--root", str(folder),
          "--format", "json"],
         capture_output=True, text=True, timeout=300, cwd=folder)
     report = json.loads(done.stdout)
@@ -193,7 +193,7 @@ def _check(paths: list[Path], out: Path, *options: str, root: Path = LSP_FIXTURE
     read back."""
     report_path = out / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "check", *map(str, paths), "--root", str(root),
+        [sys.executable, "-m", "onnxlens", "check", *map(str, paths), "--root", str(root),
          "--format", "json", "-o", str(report_path), *options],
         capture_output=True, text=True, timeout=guard, cwd=out)
     assert report_path.exists(), done.stderr

@@ -1,0 +1,190 @@
+"""``onnxlens check``: every target of the files and directories given, in export workers;
+the report in text, JSON, SARIF or GitHub's format."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from exporter.config import find_root, load_config
+from exporter.report import (
+    apply_severity,
+    display_path,
+    filter_rules,
+    format_findings,
+    format_summary,
+    format_text,
+    result_json,
+)
+from exporter.settings_schema import DEFAULT_EXCLUDE
+from exporter.source_files import might_have_targets, python_files_below
+from onnxlens.job_options import check_settings, limits
+from onnxlens.messages import (
+    EXIT_ERRORS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    ToolchainMissing,
+    UsageError,
+    print_worker_notes,
+    warn_config,
+    worker_unavailable,
+)
+from onnxlens.outputs import check_output_path, write_atomically, write_step_summary
+
+
+def check_command(args: argparse.Namespace) -> int:
+    from export_worker.batch import BatchOptions, Shard, WorkerUnavailable, check_files
+
+    for output in (args.output, args.sarif_file):
+        if output is not None:
+            check_output_path(output, [p for p in args.paths if p.is_file()])
+    if (args.output and args.sarif_file
+            and args.output.resolve() == args.sarif_file.resolve()):
+        raise UsageError(f"--output and --sarif-file both name {args.output}")
+    root = (args.root or find_root(args.paths[0])).resolve()
+    config = load_config(root)
+    warn_config(config)
+    excluded = [*(args.exclude or config.get("exclude", list(DEFAULT_EXCLUDE))),
+                *config.get("extend-exclude", []), *(args.extend_exclude or [])]
+    files = [path for path in python_files(args.paths, root, excluded, args.force_exclude)
+             if might_have_targets(path)]
+    for output in (args.output, args.sarif_file):
+        if output is not None:
+            check_output_path(output, files)
+    severity = {**config.get("severity", {}), **(args.severity or {})}
+    timeout, memory = limits(args, config)
+    options = BatchOptions(root, check_settings(config), timeout, memory,
+                           args.jobs or os.cpu_count() or 1,
+                           Shard(*args.shard) if args.shard else None)
+    select = args.select or config.get("select")
+    ignore = args.ignore or config.get("ignore")
+    streaming = args.format == "text" and args.output is None
+
+    def file_done(result: Any, targets: list[Any]) -> None:
+        """Apply the file's suppression comments; text on stdout: each file's findings as
+        soon as it and the files before it are checked (the summary follows at the end)."""
+        from exporter.sourcetext import source_lines
+        from exporter.suppressions import apply_suppressions
+
+        result.file_diagnostics += apply_suppressions(result, targets, source_lines)
+        found = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
+        if streaming and found:
+            print(format_findings(found), end="\n\n", flush=True)
+
+    try:
+        batch = check_files(files, options, file_done)
+    except WorkerUnavailable as error:
+        unavailable = worker_unavailable(error)
+        if isinstance(unavailable, ToolchainMissing) and (
+                args.format != "text" or args.sarif_file) and files:
+            report_missing_toolchain(args, files, root, unavailable)
+        raise unavailable from error
+    if batch.unfinished:
+        print(f"onnxlens: interrupted: {batch.unfinished} target(s) were not checked; the "
+              "report holds those that were", file=sys.stderr)
+    print_worker_notes(batch.ready)
+    result = batch.result
+    diagnostics = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
+    if args.format == "github":
+        write_step_summary(diagnostics, format_summary(result, diagnostics))
+    if args.sarif_file:
+        write_atomically(args.sarif_file, render_check(args, result, diagnostics, root,
+                                                           report_format="sarif"))
+        print(f"onnxlens: wrote {display_path(args.sarif_file)}", file=sys.stderr)
+    if streaming:
+        print(format_summary(result, diagnostics), end="")
+    else:
+        text = render_check(args, result, diagnostics, root, batch.ready.toolchain)
+        if args.output:
+            write_atomically(args.output, text)
+            print(f"onnxlens: wrote {display_path(args.output)}", file=sys.stderr)
+            if args.format != "text":
+                print(format_text(result, diagnostics), end="", file=sys.stderr)
+        else:
+            print(text, end="")
+    if batch.unfinished:
+        return EXIT_INTERRUPTED
+    return EXIT_ERRORS if any(d.severity == "error" for d in diagnostics) else EXIT_OK
+
+
+def python_files(paths: list[Path], root: Path, excluded: list[str],
+                  force_exclude: bool = False) -> list[Path]:
+    """The files given, and the ``*.py`` files under the directories given that no
+    ``exclude``/``extend-exclude`` glob matches (relative to the root, as ruff does; a file
+    named on the command line is checked even when a glob matches it, unless
+    ``force_exclude``: pre-commit names every changed file)."""
+    from exporter.settings_schema import is_excluded
+    from exporter.sourcetext import special_kind
+
+    files: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+        kind = special_kind(path.stat().st_mode)
+        if kind is not None and not path.is_dir():  # a FIFO blocked the check for ever
+            raise UsageError(f"{path} is {kind}: onnxlens reads only regular files")
+        if path.is_file():
+            resolved = path.resolve()
+            parts = resolved.relative_to(root).parts if resolved.is_relative_to(root) \
+                else (resolved.name,)
+            if not (force_exclude and is_excluded(parts, excluded)):
+                files.append(path)
+            continue
+        files.extend(python_files_below(path, root, excluded))
+    return files
+
+
+def report_missing_toolchain(args: argparse.Namespace, files: list[Path], root: Path,
+                              error: ToolchainMissing) -> None:
+    """A JSON or SARIF report holding ONNX904 (at the first file), so that CI reading the
+    report sees why nothing was checked; the error itself still ends the run (exit 2)."""
+    from exporter.diagnostics import Diagnostic, Location, Range
+    from exporter.result import CheckResult
+
+    message = str(error).removeprefix("ONNX904: ")
+    diagnostic = Diagnostic("ONNX904", message[:1].upper() + message[1:],
+                            Location(files[0].resolve(), Range.of(1, 1, 1, 1)), target="")
+    result = CheckResult(file_diagnostics=[diagnostic], files=[f.resolve() for f in files])
+    if args.sarif_file:
+        write_atomically(args.sarif_file,
+                          render_check(args, result, [diagnostic], root, report_format="sarif"))
+    if args.format == "text":
+        return
+    text = render_check(args, result, [diagnostic], root)
+    if args.output:
+        write_atomically(args.output, text)
+    else:
+        print(text, end="")
+
+
+def render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
+                  root: Path, toolchain: dict[str, Any] | None = None,
+                  report_format: str | None = None) -> str:
+    """The report in ``report_format`` (default: ``--format``)."""
+    report_format = report_format or args.format
+    if report_format == "json":
+        report = result_json(result, diagnostics)
+        if toolchain is not None:  # None: ONNX904, there is no toolchain to describe
+            report["toolchain"] = toolchain
+        return json.dumps(report, indent=2) + "\n"
+    if report_format == "sarif":
+        from exporter.diagnostics import sort_key
+        from exporter.result import CheckResult
+        from exporter.sarif import DEFAULT_CATEGORY, sarif_dict
+
+        filtered = CheckResult(files=result.files,
+                               file_diagnostics=sorted(diagnostics, key=sort_key))
+        category = args.category or (
+            f"{DEFAULT_CATEGORY}/shard-{args.shard[0]}-of-{args.shard[1]}" if args.shard
+            else DEFAULT_CATEGORY)
+        return json.dumps(sarif_dict(filtered, root, absolute_root=args.absolute_paths,
+                                     category=category), indent=2) + "\n"
+    if report_format == "github":
+        from exporter.github import workflow_commands
+
+        return workflow_commands(diagnostics) + format_summary(result, diagnostics)
+    return format_text(result, diagnostics)
