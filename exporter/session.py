@@ -66,6 +66,7 @@ class ExportSession:
         opset = self.settings.opset
         with warnings.catch_warnings():  # torch's deprecation warnings, not the user's
             warnings.simplefilter("ignore")
+            self._compat.run_static_probes()
             self._compat.probe_pipeline(lambda: self.registry(opset, None), opset)
             speedups.verify_on_untested_torch(
                 lambda: self._compat.probe_export(self.registry(opset, None), opset))

@@ -1,7 +1,8 @@
 """Every private torch / onnxscript API the pipeline needs, behind one small interface.
 
-Each *capability* is probed on its own (the names exist, their signatures are the ones
-written against, and a tiny behavioural probe passes) and falls back on its own, so a torch
+Each *capability* is probed on its own at warm-up (``ExportSession.probe_toolchain``; not at
+import: the names exist, their signatures are the ones written against, and a tiny
+behavioural probe passes) and falls back on its own, so a torch
 whose internals moved keeps everything that still works. The fallbacks use public APIs (and
 a private setting only where it is still there) and never add an error ``torch.onnx.export``
 would not raise (``tests/exporter/test_torch_compat.py`` checks every fixture with all of
@@ -184,26 +185,36 @@ def _run_probe(probe: Callable[[], None]) -> ProbeResult:
     return ProbeResult(True)
 
 
-_PROBED: dict[str, ProbeResult] = {name: _run_probe(probe)
-                                   for name, probe in _STATIC_PROBES.items()}
+# Each capability's probe result, filled by run_static_probes (at warm-up: ExportSession's
+# probe_toolchain), not at import; a capability asked for before that runs them then.
+_PROBED: dict[str, ProbeResult] = {}
+
+
+def run_static_probes() -> dict[str, ProbeResult]:
+    """Probe each capability's private API once in this process (the signature and attribute
+    checks above; ``probe_pipeline`` then tries them on a model)."""
+    if not _PROBED:
+        _PROBED.update({name: _run_probe(probe) for name, probe in _STATIC_PROBES.items()})
+    return _PROBED
 
 
 def probe_results() -> dict[str, ProbeResult]:
     """Each capability's state now: forced off, failed its probe, or working."""
     forced = _forced_off()
+    probed = run_static_probes()
     return {name: ProbeResult(False, f"turned off by {ENVIRONMENT_VARIABLE}") if name in forced
-            else _PROBED[name] for name in CAPABILITIES}
+            else probed[name] for name in CAPABILITIES}
 
 
 def available(name: str) -> bool:
     if name not in CAPABILITIES:
         raise KeyError(f"unknown capability {name!r}")
-    return name not in _forced_off() and _PROBED[name].ok
+    return name not in _forced_off() and run_static_probes()[name].ok
 
 
 def mark_broken(name: str, reason: str) -> None:
     """A behavioural probe (``probe_pipeline``) found ``name`` not working as written for."""
-    _PROBED[name] = ProbeResult(False, reason)
+    run_static_probes()[name] = ProbeResult(False, reason)
 
 
 # -- capture ---------------------------------------------------------------------------------
