@@ -1,5 +1,5 @@
 """One version: ``exporter.__version__``. pyproject.toml reads it; the VS Code extension's
-package.json (which npm needs) must carry the same."""
+package.json (which npm needs) must carry the same, and so must what the documentation names."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import sys
 
 from exporter import __version__
-from tests.conftest import REPO
+from tests.conftest import REPO, user_docs_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,3 +38,9 @@ def test_the_extension_carries_the_packages_version():
     assert lock["version"] == lock["packages"][""]["version"] == __version__, (
         "vscode-extension/package-lock.json's version differs from exporter.__version__")
 
+
+def test_the_docs_name_this_version():
+    tags = re.findall(r"(?:OWNER/onnxlens@|rev: )v([\d.]+)", user_docs_text())
+    assert tags and set(tags) == {__version__}
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert re.search(rf"^## \[?{re.escape(__version__)}\]?\b", changelog, re.M)
