@@ -4,4 +4,6 @@ The package is a plain library (nothing in it knows about LSP). Importing it doe
 torch; :class:`exporter.session.ExportSession` does.
 """
 
+#: The one version source: pyproject.toml reads it, and tests/exporter/test_version.py checks that
+#: the VS Code extension's package.json carries the same.
 __version__ = "0.1.0"

@@ -3,7 +3,8 @@ name (and VS Code's ``onnxlens.*`` name), its CLI flag, its type, bounds, defaul
 
 The ``[tool.onnxlens]`` reader (``exporter/config.py``) and the server's typed settings
 (``lsp_server/settings.py``) validate with it; tests check the CLI's options, the server's
-``Settings``, the README's table and the extension's ``package.json`` against it.
+``Settings``, the table of docs/configuration.md and the extension's ``package.json``
+against it.
 """
 
 from __future__ import annotations

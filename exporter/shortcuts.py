@@ -1,7 +1,7 @@
 """The speed shortcuts of a check, each with its own off switch.
 
-A shortcut makes a check faster and must never change its verdict (README, "Speed
-shortcuts"). ``ONNXLENS_SHORTCUTS_OFF`` turns shortcuts off by name (comma-separated, or
+A shortcut makes a check faster and must never change its verdict (docs/speed.md,
+"Speed shortcuts"). ``ONNXLENS_SHORTCUTS_OFF`` turns shortcuts off by name (comma-separated, or
 ``all``); ``tests/exporter/test_shortcuts.py`` checks targets with each one off alone and
 compares the diagnostics with those of a check with all of them on.
 """

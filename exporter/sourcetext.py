@@ -64,7 +64,7 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-#: the largest Python file onnxlens reads (README, "What is checked"): a bigger one, or one
+#: the largest Python file onnxlens reads (docs/cli.md, "check"): a bigger one, or one
 #: that is not a regular file (a FIFO, a device, a socket), is reported, never read
 MAX_SOURCE_BYTES = 10 * 1024 * 1024
 

@@ -35,7 +35,8 @@ class TorchRelease:
         return [f"torch=={self.version}", *self.companions]
 
 
-#: The first is the primary one: ``.venv``, the README's commands, the "Install" action.
+#: The first is the primary one: ``.venv``, the set-up commands (README, CONTRIBUTING.md),
+#: the "Install" action.
 TESTED_TORCH: tuple[TorchRelease, ...] = (
     TorchRelease("2.13.0"),
     TorchRelease("2.14.1", companions=("torchvision==0.29.1",)),

@@ -10,6 +10,17 @@ import pytest
 FIXTURES = Path(__file__).parent / "exporter" / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
 
+# The documentation for users: the README and the pages beside it in docs/ (the rule pages
+# have tests of their own). What these show (console examples, settings, CI configuration) is
+# checked against the code wherever it lives.
+USER_DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
+
+
+def user_docs_text() -> str:
+    """Every user document, one after the other."""
+    return "\n".join(path.read_text(encoding="utf-8") for path in USER_DOCS)
+
+
 # The test modules whose outcome depends on the installed torch (its verdicts, its exports, its
 # state and capabilities): marked ``every_torch``, they run again on every other tested torch
 # (scripts/test.sh). The rest (the CLI's formats and exit codes, discovery, settings, the

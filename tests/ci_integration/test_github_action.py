@@ -1,4 +1,4 @@
-"""The GitHub Action (action.yml): its structure, the README's workflow, and its install and
+"""The GitHub Action (action.yml): its structure, the documented workflows, and its install and
 check steps run as a runner runs them (the scripts, with the environment the runner gives)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import yaml
 
 from exporter import versions
 from tests.ci_integration.conftest import CLEAN_MODEL, FAILING_MODEL
-from tests.ci_integration.test_pre_commit import readme_block
-from tests.conftest import REPO
+from tests.ci_integration.test_pre_commit import docs_block
+from tests.conftest import REPO, USER_DOCS, user_docs_text
 from tests.sarif_tools import validate_with_schema
 
 ACTION = yaml.safe_load((REPO / "action.yml").read_text())
@@ -54,28 +54,30 @@ def onnxlens_help(command: str) -> str:
 
 
 def test_the_steps_call_only_documented_commands_and_options():
-    readme = (REPO / "README.md").read_text()
+    docs = user_docs_text()
     step_scripts = re.findall(r'"\$ONNXLENS_ACTION_PATH/(scripts/action/[\w.]+)"',
                               (REPO / "action.yml").read_text())
     assert sorted(step_scripts) == sorted(f"scripts/action/{p.name}"
                                           for p in SCRIPTS.glob("*.sh"))
     install = (SCRIPTS / "install.sh").read_text()
     assert re.findall(r"^onnxlens (.*)$", install, re.M) == ["--version"]
-    assert "onnxlens --version" in readme
+    assert "onnxlens --version" in docs
     check = (SCRIPTS / "check.sh").read_text()
     assert re.findall(r"^onnxlens (\w+)", check, re.M) == ["check"]
     options = set(re.findall(r"(--[\w-]+)", check))
     assert options >= {"--format", "--sarif-file", "--category"}
     help_text = onnxlens_help("check")
     for option in options:
-        assert f"{option} " in help_text and option in readme, option
+        assert f"{option} " in help_text and option in docs, option
 
 
-def readme_action_steps() -> list[dict]:
-    """Every step of the README's workflow examples that uses the action."""
-    readme = (REPO / "README.md").read_text()
+def docs_action_steps() -> list[dict]:
+    """Every step of the documented workflow examples (the README, docs/) that uses the
+    action."""
     steps = []
-    for block in re.findall(r"```yaml\n(.*?)```", readme, re.S):
+    blocks = [block for path in USER_DOCS
+              for block in re.findall(r"```yaml\n(.*?)```", path.read_text(encoding="utf-8"), re.S)]
+    for block in blocks:
         if "OWNER/onnxlens@" not in block:
             continue
         loaded = yaml.safe_load(block)
@@ -85,11 +87,11 @@ def readme_action_steps() -> list[dict]:
     return steps
 
 
-def test_the_readmes_workflows_use_the_actions_inputs_and_documented_options():
-    workflow = yaml.safe_load(readme_block("# .github/workflows/onnxlens.yml"))
+def test_the_documented_workflows_use_the_actions_inputs_and_documented_options():
+    workflow = yaml.safe_load(docs_block("# .github/workflows/onnxlens.yml"))
     [job] = workflow["jobs"].values()
     assert job["permissions"]["security-events"] == "write"  # for upload-sarif
-    steps = readme_action_steps()
+    steps = docs_action_steps()
     assert len(steps) == 2  # the workflow and the sharded matrix
     help_text = onnxlens_help("check")
     for step in steps:

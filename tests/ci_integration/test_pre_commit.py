@@ -1,5 +1,5 @@
 """The pre-commit hooks (.pre-commit-hooks.yaml), installed and run by the pre-commit package
-as in a user's repository; and the README's configuration."""
+as in a user's repository; and the configuration the README shows."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from packaging.specifiers import SpecifierSet
 
 from exporter import versions
 from tests.ci_integration.conftest import CLEAN_MODEL, FAILING_MODEL, git, user_project
-from tests.conftest import REPO
+from tests.conftest import REPO, USER_DOCS
 
 
 @pytest.fixture(scope="module")
 def pre_commit_env(tmp_path_factory) -> dict[str, str]:
     """pre-commit's cache in a temporary directory; the python hook's torch pinned to the
-    primary tested release with a constraints file (the README's way; here it is the CPU
+    primary tested release with a constraints file (docs/ci.md's way; here it is the CPU
     build on disk), and this interpreter's `onnxlens` on PATH for `onnxlens-system`."""
     home = tmp_path_factory.mktemp("pre-commit-home")
     constraints = home / "constraints.txt"
@@ -76,11 +76,12 @@ def test_python_hook_installs_its_environment_and_fails_on_a_failing_model(
                                         "onnxlens"))
 
 
-def readme_block(first_line: str) -> str:
-    """The README's fenced YAML block that starts with ``first_line``."""
-    readme = (REPO / "README.md").read_text()
-    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
-    found = [block for block in blocks if block.startswith(first_line + "\n")]
+def docs_block(first_line: str) -> str:
+    """The one fenced YAML block of the user documents (the README, docs/) that starts with
+    ``first_line``."""
+    found = [block for path in USER_DOCS
+             for block in re.findall(r"```yaml\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+             if block.startswith(first_line + "\n")]
     assert len(found) == 1, first_line
     return found[0]
 
@@ -88,7 +89,7 @@ def readme_block(first_line: str) -> str:
 def test_the_readmes_configuration_passes_a_clean_model_and_fails_a_failing_one(
         onnxlens_repository, pre_commit_env, tmp_path):
     repository, commit = onnxlens_repository
-    config = yaml.safe_load(readme_block("# .pre-commit-config.yaml"))
+    config = yaml.safe_load(docs_block("# .pre-commit-config.yaml"))
     [entry] = config["repos"]
     assert entry["repo"].endswith("/onnxlens") and entry["rev"].startswith("v")
     entry["repo"], entry["rev"] = str(repository), commit  # where this test has onnxlens

@@ -1,6 +1,6 @@
 """Every setting is declared once (exporter/settings_schema.py); the CLI, the
-[tool.onnxlens] reader, the server's typed settings, the README's table and the VS Code
-extension's manifest are checked against it."""
+[tool.onnxlens] reader, the server's typed settings, the table of docs/configuration.md and
+the VS Code extension's manifest are checked against it."""
 
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ def test_every_cli_flag_exists():
             assert f"{setting.cli} " in done.stdout, setting.cli
 
 
-def test_the_readme_table_lists_every_setting_with_its_key_and_default():
-    readme = (REPO / "README.md").read_text()
-    table = readme[readme.index("| setting | `[tool.onnxlens]` | default | meaning |"):]
+def test_the_docs_table_lists_every_setting_with_its_key_and_default():
+    page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    table = page[page.index("| setting | `[tool.onnxlens]` | default | meaning |"):]
     rows = [line for line in table.split("\n\n")[0].splitlines()[2:]]
     listed = {}
     for row in rows:
