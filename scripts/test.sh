@@ -4,7 +4,8 @@
 # pyproject.toml), runs pytest on the primary torch, then the tests that depend on torch
 # (marked `every_torch` in tests/conftest.py) again on every other tested torch
 # (exporter/versions.py; each in a venv of its own that scripts/setup.sh installs), then the
-# VS Code extension's tests. Extra arguments go to pytest.
+# VS Code extension's tests; at the end, how long each part took. Extra arguments go to
+# pytest.
 # pytest runs in ONNXLENS_TEST_WORKERS processes (pytest-xdist; default: one per core, each
 # test module in one process so that its server and fixtures start once; 0 runs in-process).
 # ONNXLENS_SKIP_OTHER_TORCH=1 leaves the other torches out (e.g. while working on one part).
@@ -12,12 +13,46 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${ONNXLENS_VENV:-$repo/.venv}"
+logs="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT  # a background step left running
+timings=()
+phase_done() { timings+=("$1 $(( SECONDS - phase_started )) s"); phase_started=$SECONDS; }
+phase_started=$SECONDS
+
 bash "$repo/scripts/setup.sh"
-bash "$repo/tools/sarif/install.sh" >/dev/null
 cd "$repo"
+phase_done "setup"
+
+# What the later legs install (the other torches' venvs, the extension's npm packages, its
+# .vsix and unit tests, code-server and Chromium) is prepared in the background while the
+# primary torch's tests run: mostly downloads and disk, so the tests lose little to it.
+primary="$(python3 exporter/versions.py primary)"
+others=()
+if [ "${ONNXLENS_SKIP_OTHER_TORCH:-0}" != "1" ] && [ -z "${ONNXLENS_VENV:-}" ]; then
+    for torch_version in $(python3 exporter/versions.py tested); do
+        [ "$torch_version" != "$primary" ] && others+=("$torch_version")
+    done
+fi
+prepare_others() {
+    for torch_version in "${others[@]}"; do
+        ONNXLENS_TORCH="$torch_version" bash "$repo/scripts/setup.sh" || return
+    done
+}
+prepare_others >"$logs/others" 2>&1 &
+others_job=$!
+extension=1
+[ "${ONNXLENS_SKIP_EXTENSION:-0}" = "1" ] && extension=0
+if [ "$extension" = 1 ]; then
+    ONNXLENS_EXTENSION_STEPS=prepare bash "$repo/vscode-extension/scripts/test.sh" \
+        >"$logs/extension" 2>&1 &
+    extension_job=$!
+fi
+
+bash "$repo/tools/sarif/install.sh" >/dev/null
 "$venv/bin/ruff" check .
 "$venv/bin/python" -m mypy
 "$venv/bin/lint-imports" --no-cache  # the import contracts: [tool.importlinter]
+phase_done "sarif tools, ruff, mypy, import contracts"
 
 parallel=(-n "${ONNXLENS_TEST_WORKERS:-auto}" --dist loadscope)
 
@@ -29,27 +64,33 @@ if [ "$status" -eq 5 ]; then
     echo "test: pytest collected no tests" >&2
     status=1
 fi
+phase_done "pytest, torch $primary"
 
 # The same verdicts on every torch a user has: the other tested torches, each in its venv.
 other_status=0
-if [ "${ONNXLENS_SKIP_OTHER_TORCH:-0}" != "1" ] && [ -z "${ONNXLENS_VENV:-}" ]; then
-    primary="$(python3 exporter/versions.py primary)"
-    for torch_version in $(python3 exporter/versions.py tested); do
-        [ "$torch_version" = "$primary" ] && continue
-        echo "test: torch $torch_version: the tests that depend on torch"
-        ONNXLENS_TORCH="$torch_version" bash "$repo/scripts/setup.sh"
-        "$repo/.venv-torch$torch_version/bin/python" -m pytest "${parallel[@]}" \
-            -m every_torch "$@" || other_status=$?
-    done
-fi
+wait "$others_job" || other_status=$?
+cat "$logs/others"
+for torch_version in "${others[@]}"; do
+    [ "$other_status" -ne 0 ] && break
+    echo "test: torch $torch_version: the tests that depend on torch"
+    "$repo/.venv-torch$torch_version/bin/python" -m pytest "${parallel[@]}" \
+        -m every_torch "$@" || other_status=$?
+    phase_done "pytest -m every_torch, torch $torch_version"
+done
 
 # The VS Code extension: unit tests, the .vsix, end-to-end tests in code-server + Chromium.
 # ONNXLENS_SKIP_EXTENSION=1 leaves them out (e.g. while working on the server alone).
 extension_status=0
-if [ "${ONNXLENS_SKIP_EXTENSION:-0}" != "1" ]; then
-    ONNXLENS_PYTHON="$venv/bin/python" bash "$repo/vscode-extension/scripts/test.sh" \
-        || extension_status=$?
+if [ "$extension" = 1 ]; then
+    wait "$extension_job" || extension_status=$?
+    cat "$logs/extension"
+    if [ "$extension_status" -eq 0 ]; then
+        ONNXLENS_EXTENSION_STEPS=e2e ONNXLENS_PYTHON="$venv/bin/python" \
+            bash "$repo/vscode-extension/scripts/test.sh" || extension_status=$?
+    fi
+    phase_done "extension end-to-end"
 fi
+printf 'test: %s\n' "${timings[@]}"
 if [ "$status" -ne 0 ] || [ "$other_status" -ne 0 ] || [ "$extension_status" -ne 0 ]; then
     echo "test: pytest exit $status, other torches' pytest exit $other_status, extension" \
          "tests exit $extension_status" >&2
