@@ -54,7 +54,7 @@ bash "$repo/tools/sarif/install.sh" >/dev/null
 "$venv/bin/lint-imports" --no-cache  # the import contracts: [tool.importlinter]
 phase_done "sarif tools, ruff, mypy, import contracts"
 
-parallel=(-n "${ONNXLENS_TEST_WORKERS:-auto}" --dist loadscope)
+parallel=(-n "${ONNXLENS_TEST_WORKERS:-auto}" --dist loadscope --corpus)
 
 set +e
 "$venv/bin/python" -m pytest "${parallel[@]}" "$@"

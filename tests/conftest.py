@@ -100,10 +100,20 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"tests/conftest.py EVERY_TORCH names no such file: {missing}")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--corpus", action="store_true",
+                     help="also run the differential corpus's CI subset (tests marked corpus: "
+                     "minutes; scripts/test.sh passes it)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    without_corpus = pytest.mark.skip(reason="the differential corpus runs with --corpus "
+                                      "(scripts/test.sh passes it)")
     for item in items:
         if item.path.resolve().relative_to(REPO).as_posix() in EVERY_TORCH:
             item.add_marker(pytest.mark.every_torch)
+        if "corpus" in item.keywords and not config.getoption("--corpus"):
+            item.add_marker(without_corpus)
 
 
 @pytest.fixture(scope="session")
