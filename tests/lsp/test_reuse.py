@@ -13,11 +13,10 @@ from pytest_lsp import LanguageClient
 from exporter import shortcuts
 from tests.lsp.conftest import (
     SERVER,
-    handle_refreshes,
-    initialize_params,
     open_file,
     record_publishes,
     server_status,
+    session,
     uri_of,
     wait_for,
 )
@@ -44,20 +43,17 @@ MODEL = textwrap.dedent("""\
 HELPER = "import torch\n\n\ndef scale(x):\n    return {body}\n"
 
 
-async def _start(lsp_client: LanguageClient, root) -> None:
-    handle_refreshes(lsp_client)
-    lsp_client.workspace_root = root
+def _write_workspace(root) -> None:
     (root / "model.py").write_text(MODEL)
     (root / "helper.py").write_text(HELPER.format(body="torch.sigmoid(x) * 2"))
     (root / "factor.txt").write_text("2.0")
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", root))
 
 
 @pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, tmp_path):
-    await _start(lsp_client, tmp_path)
-    yield
-    await lsp_client.shutdown_session()
+    _write_workspace(tmp_path)
+    async with session(lsp_client, tmp_path):
+        yield
 
 
 async def _published(client: LanguageClient, publishes: list, uri: str, action) -> list[str]:
@@ -119,9 +115,9 @@ NO_REUSE = pytest_lsp.ClientServerConfig(
 
 @pytest_lsp.fixture(config=NO_REUSE)
 async def client_without_reuse(lsp_client: LanguageClient, tmp_path):
-    await _start(lsp_client, tmp_path)
-    yield
-    await lsp_client.shutdown_session()
+    _write_workspace(tmp_path)
+    async with session(lsp_client, tmp_path):
+        yield
 
 
 async def test_result_reuse_has_an_off_switch(client_without_reuse: LanguageClient):
