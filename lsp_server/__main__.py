@@ -17,8 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     if log_file:
         logging.basicConfig(filename=log_file, level=logging.DEBUG,
                             format="%(asctime)s %(name)s %(message)s")
-    from lsp_server.server import server
+    from lsp_server.app import create_server
 
+    server = create_server()
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         if not host or not port.isdigit():

@@ -186,6 +186,10 @@ class Focus:
     def touch(self, uri: str) -> None:
         self.touched[uri] = next(self._stamps)
 
+    def forget(self, uri: str) -> None:
+        """A closed document: its recency no longer counts."""
+        self.touched.pop(uri, None)
+
     def priority(self, uri: str, is_open: bool) -> Priority:
         if uri == self.active:
             return (0, 0)

@@ -5,32 +5,60 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
-from export_worker.messages import JobOutcome
+from export_worker.messages import JobKind, JobOutcome, JobRequest
 from export_worker.outcomes import JobCancelled, Limits, target_result
-from exporter.diagnostics import merge_duplicates
+from exporter.diagnostics import Diagnostic, merge_duplicates
 from exporter.result import CheckResult, TargetResult
 from exporter.serialize import result_from_data
 from exporter.sourcetext import decoding_problem, split_lines
 from exporter.suppressions import apply_suppressions
 from exporter.targets import Target
-from lsp_server.admission import UNMEASURED_CHECK_MB, CheckQueue, Priority
+from lsp_server.admission import UNMEASURED_CHECK_MB, CheckQueue, Focus, Priority
+from lsp_server.convert import path_of
+from lsp_server.discovery import TargetDiscovery
+from lsp_server.progress import Progress, ProgressReporter
 from lsp_server.reuse import ResultCache, installed_packages
+from lsp_server.settings import Settings
 from lsp_server.store import DocumentState
-
-if TYPE_CHECKING:
-    from lsp_server.server import OnnxLensServer, Progress
+from lsp_server.supervisor import WorkerSupervisor
 
 log = logging.getLogger(__name__)
 
 
+class CheckHost(Protocol):
+    """What the scheduler uses of the session (OnnxLensServer is one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def settings_loaded(self) -> asyncio.Event: ...
+    @property
+    def discovery(self) -> TargetDiscovery: ...
+    @property
+    def worker(self) -> WorkerSupervisor: ...
+    @property
+    def progress_reporter(self) -> ProgressReporter: ...
+    def is_open(self, uri: str) -> bool: ...
+    def is_excluded(self, path: Path) -> bool: ...
+    def job_request(self, kind: JobKind, target: Target, text: str,
+                    **extra: Any) -> JobRequest: ...
+    def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]: ...
+    def replace_diagnostics(self, origin: str, version: int | None,
+                            diagnostics: list[Diagnostic]) -> None: ...
+    def after_check(self) -> None: ...
+    def notify_state(self) -> None: ...
+    def refresh_code_lens(self) -> None: ...
+
+
 class Checker:
-    def __init__(self, server: OnnxLensServer) -> None:
-        self.server = server
+    def __init__(self, host: CheckHost, focus: Focus) -> None:
+        self.host = host
+        self.focus = focus
         self.documents: dict[str, DocumentState] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.timers: dict[str, asyncio.TimerHandle] = {}
@@ -42,20 +70,20 @@ class Checker:
         self._positions: dict[str, int | None] = {}
 
     def _priority(self, uri: str) -> Priority:
-        return self.server.focus.priority(uri, uri in self.server.workspace.text_documents)
+        return self.focus.priority(uri, self.host.is_open(uri))
 
     def _queue_changed(self) -> None:
         """A document's place in the queue shows in its CodeLens and its progress."""
         positions = {uri: self.queue.position(uri) for uri in self.tasks}
         if positions != self._positions:
             self._positions = positions
-            self.server.refresh_code_lens()
+            self.host.refresh_code_lens()
         for uri, (progress, shown) in list(self._progress.items()):
             place = positions.get(uri)
             message = f"queued (#{place})" if place is not None else "checking"
             if message != shown:
                 self._progress[uri] = (progress, message)
-                self.server.progress_report(progress, message)
+                self.host.progress_reporter.report(progress, message)
 
     def state(self, uri: str) -> DocumentState:
         return self.documents.setdefault(uri, DocumentState())
@@ -103,28 +131,69 @@ class Checker:
         self.cancel(uri)
         self.documents.pop(uri, None)
 
+    def cancel_running(self) -> None:
+        """Cancel every check that has started (shutdown, trust withdrawn)."""
+        for uri in list(self.tasks):
+            self.cancel(uri)
+
+    def running_check(self, uri: str) -> asyncio.Task[None] | None:
+        return self.tasks.get(uri)
+
+    def forget_all_results(self) -> None:
+        """No result is reused any more (the trust changed)."""
+        self.results.clear()
+
+    def configure(self, slots: int, budget_mb: int) -> None:
+        """How many checks may run at once, and the memory they may be expected to take."""
+        self.queue.configure(slots, budget_mb)
+
+    def focus_changed(self) -> None:
+        """The user looks at other editors: the queued checks take their new order."""
+        self.queue.reorder()
+
+    # -- what the client is shown --------------------------------------------------------
+
+    def checking(self) -> list[str]:
+        """The documents being checked, sorted."""
+        return sorted(uri for uri, state in self.documents.items() if state.checking)
+
+    def queue_position(self, uri: str) -> int | None:
+        return self.queue.position(uri)
+
+    def result_counts(self) -> dict[str, int]:
+        return {"checked": self.results.checked, "reused": self.results.reused}
+
+    def queue_counts(self) -> dict[str, int]:
+        queue = self.queue
+        return {"slots": queue.slots, "budgetMB": queue.budget_mb,
+                "running": len(queue.running),
+                "waiting": sum(not t.settling for t in queue.waiting),
+                "settling": sum(t.settling for t in queue.waiting),
+                "mostRunning": queue.most_running}
+
     # -- one check -----------------------------------------------------------------------
 
     async def _check(self, uri: str, version: int | None, text: str, opened: bool) -> None:
-        server = self.server
-        path = server.path_of(uri)
+        host = self.host
+        path = path_of(uri)
         state = self.state(uri)
-        await server.settings_loaded.wait()
-        if server.is_excluded(path):  # `exclude`: never checked, nothing shown
+        await host.settings_loaded.wait()
+        if host.is_excluded(path):  # `exclude`: never checked, nothing shown
             self._publish(uri, version, CheckResult(files=[path]))
             return
         problem = decoding_problem(path)
         if problem is not None:
             self._publish(uri, version, CheckResult(file_diagnostics=[problem], files=[path]))
             return
-        found = await server.discovered(uri, version, text)  # once per version, in a thread
+        # once per version, in a thread
+        found = await host.discovery.discovered(uri, version, text)
         if not found.targets:
             self._publish(uri, version, CheckResult(file_diagnostics=found.diagnostics,
                                                     files=[path]))
             return
         state.checking = True
-        server.notify_state()
-        server.refresh_code_lens()
+        host.notify_state()
+        host.refresh_code_lens()
         current = asyncio.current_task()
         early: dict[str, TargetResult] = {}
 
@@ -150,9 +219,9 @@ class Checker:
         try:
             # a file nobody opened is checked in the background (workspace-wide mode),
             # without a progress of its own: the workspace check has one
-            if uri in server.workspace.text_documents:
-                progress = await server.progress_begin(f"Checking {path.name}",
-                                                       f"{len(found.targets)} export target(s)")
+            if host.is_open(uri):
+                progress = await host.progress_reporter.begin(f"Checking {path.name}",
+                                                     f"{len(found.targets)} export target(s)")
             if progress:  # its message changes only while it waits in the queue
                 self._progress[uri] = (progress, "checking")
                 self._queue_changed()
@@ -163,18 +232,18 @@ class Checker:
             gathered.cancel()
             if progress:
                 self._progress.pop(uri, None)
-                server.progress_end(progress, "Cancelled")
+                host.progress_reporter.end(progress, "Cancelled")
             state.checking = False
-            server.notify_state()
+            host.notify_state()
             if self.tasks.get(uri) is asyncio.current_task():
-                server.refresh_code_lens()
+                host.refresh_code_lens()
             raise
         state.checking = False
-        server.notify_state()
+        host.notify_state()
         if progress:
             self._progress.pop(uri, None)
             problems = sum(len(r.diagnostics) for r in results) + len(found.diagnostics)
-            server.progress_end(progress, f"{problems} problem(s)")
+            host.progress_reporter.end(progress, f"{problems} problem(s)")
         if state.requested_version != version:
             return  # a newer request superseded this one
         result = CheckResult(targets=list(results), file_diagnostics=list(found.diagnostics),
@@ -188,46 +257,43 @@ class Checker:
         path = result.files[0]
         checked = tuple(split_lines(text))
         result.file_diagnostics += apply_suppressions(
-            result, targets, lambda file: checked if file == path else self.server.lines_of(file))
+            result, targets,
+            lambda file: checked if file == path else self.host.discovery.lines_of(file))
         return result
 
     async def _run_target(self, uri: str, text: str, target: Target,
                           found_early: Callable[[Target, dict[str, Any]], None],
                           opened: bool) -> TargetResult:
-        request = self.server.job_request("check", target, text, progress=True)
-        outcome: JobOutcome | None = self.results.get(request, self._worker_identity())
+        request = self.host.job_request("check", target, text, progress=True)
+        outcome: JobOutcome | None = self.results.get(request, self.host.worker.identity())
         if outcome is None:
             installed = installed_packages()
             key = (str(target.path), target.name)
             async with self.queue.slot(uri, self.expected_mb.get(key, UNMEASURED_CHECK_MB),
                                        opened):
-                outcome = await self.server.submit(request,
-                                                   lambda data: found_early(target, data))
+                outcome = await self.host.worker.submit(
+                    request, lambda data: found_early(target, data))
             if outcome.peak_rss_mb > 0:
                 self.expected_mb[key] = outcome.peak_rss_mb
             # the worker that ran it: a document opened while the worker started queued
             # before the worker had a pid
-            self.results.put(request, self._worker_identity(), outcome, installed)
+            self.results.put(request, self.host.worker.identity(), outcome, installed)
             log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
         else:
             log.debug("check reused: %s %s", target.path, target.name)
-        settings = self.server.settings
+        settings = self.host.settings
         try:
             return target_result(target, outcome,
                                  Limits(settings.timeoutSeconds, settings.memoryLimitMB))
         except JobCancelled:
             raise asyncio.CancelledError from None
 
-    def _worker_identity(self) -> str:
-        """Results are reused only from the same worker process (lsp_server/reuse.py)."""
-        return f"{self.server.worker.pid}/{self.server.worker.restarts}"
-
     def _publish(self, uri: str, version: int | None, result: CheckResult,
                  final: bool = True) -> None:
         """Show ``result``'s diagnostics; a ``final`` one also becomes the document's state
         (CodeLens, hover, the SARIF log). An early one with nothing to show is not
         published: the previous diagnostics stay until the check ends."""
-        diagnostics = self.server.filter(merge_duplicates(result.diagnostics))
+        diagnostics = self.host.filter(merge_duplicates(result.diagnostics))
         if not final:
             if not diagnostics:
                 return
@@ -238,29 +304,8 @@ class Checker:
             state = self.state(uri)
             state.targets = {t.name: t for t in result.targets}
             state.version = version
-        self.server.replace_diagnostics(uri, version, diagnostics)
+        self.host.replace_diagnostics(uri, version, diagnostics)
         if final:
-            self.server.refresh_code_lens()
-            self.server.after_check()
+            self.host.refresh_code_lens()
+            self.host.after_check()
 
-
-async def with_progress(server: OnnxLensServer, title: str,
-                        work: Callable[[], Awaitable[Any]]) -> Any:
-    """Run a command's work inside work-done progress that the user can cancel."""
-    progress = await server.progress_begin(title, None)
-    task = asyncio.ensure_future(work())
-    if progress and progress.cancelled is not None:
-        progress.cancelled.add_done_callback(lambda _: task.cancel())
-    try:
-        result = await task
-    except asyncio.CancelledError:
-        if progress:
-            server.progress_end(progress, "Cancelled")
-        raise
-    if progress:
-        server.progress_end(progress, "Done")
-    return result
-
-
-def new_token() -> str:
-    return f"onnxlens-{uuid.uuid4().hex[:12]}"

@@ -14,8 +14,8 @@ from export_worker.messages import JobDone, JobKind, JobOutcome, JobRequest
 from exporter.serialize import diagnostic_from_data
 from exporter.targets import Target
 from lsp_server import features
-from lsp_server.checks import with_progress
-from lsp_server.server import OnnxLensServer, server
+from lsp_server.progress import with_progress
+from lsp_server.server import OnnxLensServer
 
 
 def _answered(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -45,7 +45,7 @@ async def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]
     if not values or not isinstance(values[0], str):
         raise ValueError("expected the document uri (and a target name) as arguments")
     uri = values[0]
-    targets = await ls.document_targets(uri)
+    targets = await ls.discovery.targets(uri)
     name = values[1] if len(values) > 1 and isinstance(values[1], str) else None
     chosen = next((t for t in targets if name is None or t.name == name), None)
     if chosen is None:
@@ -64,7 +64,6 @@ def _require_trust(ls: OnnxLensServer) -> None:
         raise PermissionError("the workspace is not trusted: onnxlens runs no model code")
 
 
-@server.command("onnxlens.export")
 @_answered
 async def export_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
@@ -79,18 +78,16 @@ async def export_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
                         for name, result in state.targets.items()}}
 
 
-@server.command("onnxlens.checkWorkspace")
 @_answered
 async def check_workspace_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     """Check every target in the workspace in the background (lowest priority), with
     progress the user can cancel; ``{files, targets, problems}`` when all are done."""
     _require_trust(ls)
-    summary: dict[str, Any] = await with_progress(ls, "Checking the workspace",
-                                                  ls.check_workspace)
+    summary: dict[str, Any] = await with_progress(
+        ls.progress_reporter, "Checking the workspace", ls.check_workspace)
     return summary
 
 
-@server.command("onnxlens.saveModel")
 @_answered
 async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
@@ -107,21 +104,21 @@ async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
                                  "elsewhere"}
     else:
         output = target.path.with_name(f"{target.name}.onnx")
-    answer = await with_progress(ls, f"Saving {target.name} to {output.name}",
-                                 lambda: ls.submit(_job(ls, uri, target, "save",
-                                                        output=str(output))))
+    answer = await with_progress(
+        ls.progress_reporter, f"Saving {target.name} to {output.name}",
+        lambda: ls.worker.submit(_job(ls, uri, target, "save", output=str(output))))
     return _job_answer(answer)
 
 
-@server.command("onnxlens.runModel")
 @_answered
 async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     values = _arguments(args[0] if len(args) == 1 else list(args))
     uri, target = await _target_arguments(ls, values)
     repeat = values[2] if len(values) > 2 and isinstance(values[2], int) else 20
-    answer = await with_progress(ls, f"Running {target.name} in ONNX Runtime",
-                                 lambda: ls.submit(_job(ls, uri, target, "run", repeat=repeat)))
+    answer = await with_progress(
+        ls.progress_reporter, f"Running {target.name} in ONNX Runtime",
+        lambda: ls.worker.submit(_job(ls, uri, target, "run", repeat=repeat)))
     return _job_answer(answer)
 
 
@@ -141,19 +138,17 @@ def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
     return body
 
 
-@server.command("onnxlens.showReport")
 async def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     values = _arguments(args[0] if len(args) == 1 else list(args))
     uri = values[0]
     state = ls.checker.state(uri)
     names = [values[1]] if len(values) > 1 \
-        else [t.name for t in await ls.document_targets(uri)]
+        else [t.name for t in await ls.discovery.targets(uri)]
     parts = [features.report_markdown(name, state.targets.get(name), state.checking)
              for name in names]
     return {"markdown": "\n".join(parts)}
 
 
-@server.command("onnxlens.writeSarif")
 def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     values = _arguments(args[0] if len(args) == 1 else list(args))
@@ -168,16 +163,13 @@ def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     return {"path": str(ls.write_sarif(destination))}
 
 
-@server.command("onnxlens.restartWorker")
 @_answered
 async def restart_worker(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
-    await ls.worker.restart()
-    ready = await ls.worker.wait_ready()
+    ready = await ls.worker.restart()
     return {"pid": ready.pid}
 
 
-@server.command("onnxlens.applyEdit")
 async def apply_edit(ls: OnnxLensServer, *args: Any) -> bool:
     """For clients without code action literals: apply the action's workspace edit."""
     values = _arguments(args[0] if len(args) == 1 else list(args))
@@ -186,3 +178,12 @@ async def apply_edit(ls: OnnxLensServer, *args: Any) -> bool:
     return bool(result.applied)
 
 
+def register(server: OnnxLensServer) -> None:
+    server.command("onnxlens.export")(export_command)
+    server.command("onnxlens.checkWorkspace")(check_workspace_command)
+    server.command("onnxlens.saveModel")(save_command)
+    server.command("onnxlens.runModel")(run_command)
+    server.command("onnxlens.showReport")(show_report)
+    server.command("onnxlens.writeSarif")(write_sarif_command)
+    server.command("onnxlens.restartWorker")(restart_worker)
+    server.command("onnxlens.applyEdit")(apply_edit)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 from exporter.diagnostics import Diagnostic, Range
 from exporter.rules import RULES, Severity
@@ -21,6 +21,10 @@ _SEVERITY = {Severity.ERROR: types.DiagnosticSeverity.Error,
 
 def path_uri(path: Path) -> str:
     return from_fs_path(str(path)) or path.as_uri()
+
+
+def path_of(uri: str) -> Path:
+    return Path(to_fs_path(uri) or uri)
 
 
 class PositionConverter:

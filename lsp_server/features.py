@@ -1,5 +1,5 @@
 """CodeLens, hover and code actions, built from a document's targets and its last results.
-Plain functions of their inputs: the server module wires them to LSP methods."""
+Plain functions of their inputs: ``presentation`` wires them to LSP methods."""
 
 from __future__ import annotations
 

@@ -11,10 +11,12 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from lsp_server.client_support import ClientSupport
-from lsp_server.server import STATUS_REQUEST, TRUST_NOTIFICATION, OnnxLensServer, server
+from lsp_server.server import OnnxLensServer
+
+TRUST_NOTIFICATION = "onnxlens/trustChanged"
+STATUS_REQUEST = "onnxlens/status"
 
 
-@server.feature(types.INITIALIZE)
 def initialize(ls: OnnxLensServer, params: types.InitializeParams) -> None:
     options = params.initialization_options if isinstance(params.initialization_options,
                                                           dict) else {}
@@ -27,11 +29,10 @@ def initialize(ls: OnnxLensServer, params: types.InitializeParams) -> None:
     ls.root = Path(root).resolve() if root else None
 
 
-@server.feature(types.INITIALIZED)
 async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> None:
     await ls.load_settings()
     if ls.trusted:
-        await ls.start_worker()
+        await ls.worker.start()
         if ls.settings.diagnosticMode == "workspace":
             ls.start_workspace_check()
     else:
@@ -40,25 +41,22 @@ async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> No
                 "workspace is trusted. No model code has been run.", types.MessageType.Info)
 
 
-@server.feature(types.SHUTDOWN)
 async def shutdown(ls: OnnxLensServer, params: None) -> None:
     ls.shut_down = True
-    for uri in list(ls.checker.tasks):
-        ls.checker.cancel(uri)
+    ls.checker.cancel_running()
     await ls.worker.stop()
 
 
-@server.feature(TRUST_NOTIFICATION)
 async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
     trusted = bool(getattr(params, "trusted", False) if not isinstance(params, dict)
                    else params.get("trusted", False))
     if trusted == ls.trusted:
         return
     ls.trusted = trusted
-    ls.checker.results.clear()
+    ls.checker.forget_all_results()
     await ls.load_settings()  # the workspace's pyproject.toml counts only while trusted
     if trusted:
-        await ls.start_worker()
+        await ls.worker.start()
         for uri in list(ls.workspace.text_documents):
             ls.request_check(uri)
         if ls.settings.diagnosticMode == "workspace":
@@ -66,10 +64,9 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
     else:
         if ls.workspace_check is not None:
             ls.workspace_check.cancel()
-        for uri in list(ls.checker.tasks):
-            ls.checker.cancel(uri)
+        ls.checker.cancel_running()
         await ls.worker.stop()
-        ls.worker_state = "stopped"
+        ls.worker.state = "stopped"
         # what the checks found came from running the model: it goes with the trust
         for uri in sorted(ls.store.clear()):
             ls.publish(uri)
@@ -77,7 +74,6 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
     ls.refresh_code_lens()
 
 
-@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def did_change_configuration(ls: OnnxLensServer,
                                    params: types.DidChangeConfigurationParams) -> None:
     if isinstance(params.settings, dict) and isinstance(params.settings.get("onnxlens"), dict):
@@ -85,24 +81,25 @@ async def did_change_configuration(ls: OnnxLensServer,
     await ls.load_settings()
 
 
-@server.feature(STATUS_REQUEST)
 async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
     """For tests and the status bar: the worker's processes and what is being checked."""
-
-    queue = ls.checker.queue
     answer = await ls.worker.status()
     if answer is not None:
         worker: dict[str, Any] = {**dataclasses.asdict(answer), "ready": True}
     else:  # not started, warming up, or not answering (it is replaced then)
         worker = {"pid": ls.worker.pid, "jobs": [], "ready": False}
-    return {"trusted": ls.trusted, "worker": worker, "workerState": ls.worker_state,
-            "checking": sorted(uri for uri, s in ls.checker.documents.items() if s.checking),
+    return {"trusted": ls.trusted, "worker": worker, "workerState": ls.worker.state,
+            "checking": ls.checker.checking(),
             "serverImportsTorch": "torch" in sys.modules,
-            "results": {"checked": ls.checker.results.checked,
-                        "reused": ls.checker.results.reused},
-            "queue": {"slots": queue.slots, "budgetMB": queue.budget_mb,
-                      "running": len(queue.running),
-                      "waiting": sum(not t.settling for t in queue.waiting),
-                      "settling": sum(t.settling for t in queue.waiting),
-                      "mostRunning": queue.most_running},
+            "results": ls.checker.result_counts(),
+            "queue": ls.checker.queue_counts(),
             "settings": ls.settings.__dict__}
+
+
+def register(server: OnnxLensServer) -> None:
+    server.feature(types.INITIALIZE)(initialize)
+    server.feature(types.INITIALIZED)(initialized)
+    server.feature(types.SHUTDOWN)(shutdown)
+    server.feature(TRUST_NOTIFICATION)(trust_changed)
+    server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    server.feature(STATUS_REQUEST)(status)

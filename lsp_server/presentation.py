@@ -5,22 +5,21 @@ from __future__ import annotations
 from lsprotocol import types
 
 from lsp_server import features
-from lsp_server.server import OnnxLensServer, server
+from lsp_server.convert import path_of
+from lsp_server.server import OnnxLensServer
 
 
-@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
 async def code_lens(ls: OnnxLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
-    targets = await ls.document_targets(uri)  # in a thread: the server answers meanwhile
+    targets = await ls.discovery.targets(uri)  # in a thread: the server answers meanwhile
     state = ls.checker.state(uri)
     return features.code_lenses(uri, targets, state.targets, state.checking,
-                                ls.trusted, ls.positions(), ls.checker.queue.position(uri))
+                                ls.trusted, ls.positions(), ls.checker.queue_position(uri))
 
 
-@server.feature(types.TEXT_DOCUMENT_HOVER)
 async def hover(ls: OnnxLensServer, params: types.HoverParams) -> types.Hover | None:
     uri = params.text_document.uri
-    targets = await ls.document_targets(uri)
+    targets = await ls.discovery.targets(uri)
     positions = ls.positions()
     line = params.position.line + 1
     for target in targets:
@@ -39,15 +38,13 @@ async def hover(ls: OnnxLensServer, params: types.HoverParams) -> types.Hover | 
     return None
 
 
-@server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-    code_action_kinds=[types.CodeActionKind.QuickFix]))
 async def code_action(ls: OnnxLensServer, params: types.CodeActionParams
                       ) -> list[types.CodeAction | types.Command] | None:
     uri = params.text_document.uri
-    targets = {t.name: t for t in await ls.document_targets(uri)}
-    path = ls.path_of(uri)
+    targets = {t.name: t for t in await ls.discovery.targets(uri)}
+    path = path_of(uri)
     actions = features.code_actions(uri, list(params.context.diagnostics), targets,
-                                    list(ls.lines_of(path)), ls.positions(), path)
+                                    list(ls.discovery.lines_of(path)), ls.positions(), path)
     if not ls.support.code_action_literals:
         return [types.Command(title=a.title, command="onnxlens.applyEdit",
                               arguments=[ls.protocol._converter.unstructure(a.edit)])
@@ -55,3 +52,8 @@ async def code_action(ls: OnnxLensServer, params: types.CodeActionParams
     return list(actions) or None
 
 
+def register(server: OnnxLensServer) -> None:
+    server.feature(types.TEXT_DOCUMENT_CODE_LENS)(code_lens)
+    server.feature(types.TEXT_DOCUMENT_HOVER)(hover)
+    server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix]))(code_action)

@@ -4,10 +4,11 @@ clients (VS Code and Neovim)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +46,39 @@ def handle_refreshes(client: LanguageClient) -> None:
         client.code_lens_refreshes += 1  # type: ignore[attr-defined]
 
 
+@contextlib.asynccontextmanager
+async def session(client: LanguageClient, root: Path, client_name: str = "visual-studio-code",
+                  **options: Any) -> AsyncIterator[LanguageClient]:
+    """A session with the server ``client`` talks to, in the workspace ``root``
+    (``client.workspace_root``), started as ``client_name`` starts one; ``options`` are the
+    initializationOptions (``trusted`` unless they say otherwise). Shut down at the end."""
+    handle_refreshes(client)
+    client.workspace_root = root  # type: ignore[attr-defined]
+    result = await client.initialize_session(initialize_params(client_name, root, **options))
+    client.position_encoding = result.capabilities.position_encoding or "utf-16"
+    try:
+        yield client
+    finally:
+        await client.shutdown_session()
+
+
+@contextlib.asynccontextmanager
+async def served(root: Path, client_name: str = "visual-studio-code", *,
+                 config: ClientServerConfig = SERVER,
+                 **options: Any) -> AsyncIterator[LanguageClient]:
+    """A server of its own (``config``) and a ``session`` with it; stopped at the end."""
+    client = await config.start()
+    try:
+        async with session(client, root, client_name, **options):
+            yield client
+    finally:
+        await client.stop()
+
+
 @pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
 async def client(lsp_client: LanguageClient, request):
-    handle_refreshes(lsp_client)
-    result = await lsp_client.initialize_session(initialize_params(request.param, FIXTURES))
-    lsp_client.position_encoding = result.capabilities.position_encoding or "utf-16"
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, FIXTURES, request.param):
+        yield
 
 
 def open_file(client: LanguageClient, path: Path, text: str | None = None,

@@ -18,10 +18,9 @@ from tests.lsp.conftest import (
     SERVER,
     command,
     diagnostics_for,
-    handle_refreshes,
-    initialize_params,
     open_file,
     server_status,
+    session,
     uri_of,
 )
 
@@ -51,17 +50,13 @@ def big_document(targets: int = 2000, padding: int = 2150) -> str:
 
 @pytest_lsp.fixture(config=SERVER)
 async def special_workspace(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
     os.mkfifo(tmp_path / "a_fifo.py")  # sorted first: the walk blocked on it
     with open(tmp_path / "huge.py", "wb") as huge:  # sparse: takes no disk space
         huge.truncate(MAX_SOURCE_BYTES + 1024 * 1024)
     (tmp_path / "zero.py").symlink_to("/dev/zero")
     (tmp_path / "model.py").write_text(CLEAN_MODEL)
-    lsp_client.workspace_root = tmp_path  # type: ignore[attr-defined]
-    await lsp_client.initialize_session(initialize_params(
-        "visual-studio-code", tmp_path, settings={"diagnosticMode": "workspace"}))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, tmp_path, settings={"diagnosticMode": "workspace"}):
+        yield
 
 
 async def test_the_workspace_mode_names_a_fifo_a_device_and_a_huge_file(
@@ -96,13 +91,9 @@ async def test_the_workspace_mode_names_a_fifo_a_device_and_a_huge_file(
 @pytest_lsp.fixture(config=SERVER)
 async def untrusted_big(lsp_client: LanguageClient, tmp_path):
     """Untrusted: nothing is checked, only the targets are found (CodeLens, hover)."""
-    handle_refreshes(lsp_client)
     (tmp_path / "big.py").write_text(big_document())
-    lsp_client.workspace_root = tmp_path  # type: ignore[attr-defined]
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path,
-                                                          trusted=False))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, tmp_path, trusted=False):
+        yield
 
 
 async def test_requests_are_answered_while_the_targets_of_a_big_document_are_found(
@@ -128,13 +119,9 @@ async def test_requests_are_answered_while_the_targets_of_a_big_document_are_fou
 
 @pytest_lsp.fixture(config=SERVER)
 async def logging_client(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
     (tmp_path / "model.py").write_text(CLEAN_MODEL)
-    lsp_client.workspace_root = tmp_path  # type: ignore[attr-defined]
-    await lsp_client.initialize_session(initialize_params(
-        "visual-studio-code", tmp_path, settings={"logLevel": "debug"}))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, tmp_path, settings={"logLevel": "debug"}):
+        yield
 
 
 async def test_the_targets_are_found_once_per_document_version(logging_client: LanguageClient):

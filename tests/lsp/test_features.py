@@ -19,10 +19,9 @@ from tests.lsp.conftest import (
     close_file,
     command,
     diagnostics_for,
-    handle_refreshes,
-    initialize_params,
     open_file,
     server_status,
+    session,
 )
 from tests.sarif_tools import validate_with_schema
 
@@ -216,13 +215,10 @@ async def test_server_never_imports_torch(client: LanguageClient):
 
 @pytest_lsp.fixture(config=SERVER)
 async def workspace_client(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
     (tmp_path / "convnet.py").write_text((FIXTURES / "clean" / "convnet.py").read_text())
     (tmp_path / "models").mkdir()
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
-    lsp_client.workspace_root = tmp_path  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, tmp_path):
+        yield
 
 
 async def test_a_relative_save_path_is_inside_the_workspace(workspace_client: LanguageClient):

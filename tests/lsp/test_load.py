@@ -10,18 +10,16 @@ import time
 from pathlib import Path
 
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 from tests.conftest import FIXTURES
 from tests.lsp.conftest import (
-    SERVER,
     close_file,
     command,
-    handle_refreshes,
-    initialize_params,
     open_file,
     plain,
     record_publishes,
+    served,
     server_status,
     uri_of,
     wait_for,
@@ -50,20 +48,6 @@ def write_models(folder: Path, count: int, seconds: float, start: int = 0) -> li
     return paths
 
 
-async def start(root: Path, client_name: str = "visual-studio-code",
-                **settings: object) -> LanguageClient:
-    client = await ClientServerConfig(server_command=SERVER.server_command,
-                                      server_env=SERVER.server_env).start()
-    handle_refreshes(client)
-    await client.initialize_session(initialize_params(client_name, root, settings=settings))
-    return client
-
-
-async def stop(client: LanguageClient) -> None:
-    await client.shutdown_session()
-    await client.stop()
-
-
 def published_order(publishes: list[types.PublishDiagnosticsParams],
                     uris: list[str]) -> list[str]:
     order: list[str] = []
@@ -89,8 +73,7 @@ async def until_in_queue(client: LanguageClient, state: str, count: int) -> None
 
 async def test_twelve_documents_opened_at_once_never_run_more_checks_than_the_bound(tmp_path):
     paths = write_models(tmp_path, 12, 0.2)
-    client = await start(tmp_path, maxConcurrentChecks=2)
-    try:
+    async with served(tmp_path, settings={"maxConcurrentChecks": 2}) as client:
         publishes = record_publishes(client)
         uris = [open_file(client, path) for path in paths]
         most_jobs = 0
@@ -105,15 +88,12 @@ async def test_twelve_documents_opened_at_once_never_run_more_checks_than_the_bo
         found = {uri: [(str(d.code), d.message) for d in client.diagnostics[uri]]
                  for uri in uris}
         assert found == {uri: [] for uri in uris}
-    finally:
-        await stop(client)
 
 
 async def test_the_active_document_is_checked_first_and_a_closed_one_never(tmp_path):
     (blocker,) = write_models(tmp_path, 1, 1.5)
     paths = write_models(tmp_path, 5, 0.1, start=1)
-    client = await start(tmp_path, maxConcurrentChecks=1)
-    try:
+    async with served(tmp_path, settings={"maxConcurrentChecks": 1}) as client:
         publishes = record_publishes(client)
         blocker_uri = open_file(client, blocker)
         await until_in_queue(client, "running", 1)  # the one slot is taken: the rest queue
@@ -142,8 +122,6 @@ async def test_the_active_document_is_checked_first_and_a_closed_one_never(tmp_p
             [blocker_uri, active, uris[4], uris[2], uris[0]]
         status = await server_status(client)
         assert status["results"]["checked"] == 5  # the blocker and four: not the closed one
-    finally:
-        await stop(client)
 
 
 async def test_in_a_burst_of_opened_documents_the_active_one_is_checked_first(tmp_path):
@@ -152,8 +130,7 @@ async def test_in_a_burst_of_opened_documents_the_active_one_is_checked_first(tm
     another, and a check waited for the client's answer to its progress before it queued;
     found by bench/run.py --only load, where the active file of 50 took 2.6x a lone check."""
     first, *paths = write_models(tmp_path, 21, 0.1)
-    client = await start(tmp_path, maxConcurrentChecks=1)
-    try:
+    async with served(tmp_path, settings={"maxConcurrentChecks": 1}) as client:
         publishes = record_publishes(client)
         # the server has read its settings and its worker is ready: nothing holds the burst
         first_uri = open_file(client, first)
@@ -169,16 +146,13 @@ async def test_in_a_burst_of_opened_documents_the_active_one_is_checked_first(tm
         # the active one, then the most recently opened first
         others = [uri for uri in reversed(uris) if uri != active]
         assert published_order(publishes, uris) == [active, *others]
-    finally:
-        await stop(client)
 
 
 async def test_check_all_targets_publishes_files_never_opened_and_skips_excluded_ones(tmp_path):
     shutil.copy(FIXTURES / "no_translation" / "model.py", tmp_path / "special.py")
     write_models(tmp_path, 1, 0.0)
     write_models(tmp_path / "build", 1, 0.0)  # excluded by default
-    client = await start(tmp_path)
-    try:
+    async with served(tmp_path) as client:
         summary = await command(client, "onnxlens.checkWorkspace")
         summary = plain(summary)
         assert (summary["files"], summary["targets"], summary["problems"]) == (2, 2, 2)
@@ -191,24 +165,19 @@ async def test_check_all_targets_publishes_files_never_opened_and_skips_excluded
         await command(client, "onnxlens.checkWorkspace")  # unchanged files: reused
         after = (await server_status(client))["results"]
         assert (after["checked"], after["reused"]) == (before["checked"], before["reused"] + 2)
-    finally:
-        await stop(client)
 
 
 async def test_the_workspace_mode_checks_at_start_and_the_check_stops_when_cancelled(
         tmp_path):
     shutil.copy(FIXTURES / "no_translation" / "model.py", tmp_path / "special.py")
-    client = await start(tmp_path, diagnosticMode="workspace")
-    try:  # nothing opened: the workspace-wide mode checks the file all the same
+    # nothing opened: the workspace-wide mode checks the file all the same
+    async with served(tmp_path, settings={"diagnosticMode": "workspace"}) as client:
         special = uri_of(tmp_path / "special.py")
         await wait_for(lambda: client.diagnostics.get(special), what="the workspace check")
         assert {str(d.code) for d in client.diagnostics[special]} == {"ONNX201"}
-    finally:
-        await stop(client)
 
     paths = write_models(tmp_path / "slow", 6, 1.0)
-    client = await start(tmp_path, maxConcurrentChecks=1)
-    try:
+    async with served(tmp_path, settings={"maxConcurrentChecks": 1}) as client:
         known = set(client.progress_reports)
         running = asyncio.ensure_future(command(client, "onnxlens.checkWorkspace"))
 
@@ -230,5 +199,3 @@ async def test_the_workspace_mode_checks_at_start_and_the_check_stops_when_cance
         await asyncio.sleep(5)  # long enough for two more slow checks
         slow = [uri_of(path) for path in paths]
         assert sum(uri in client.diagnostics for uri in slow) <= 1
-    finally:
-        await stop(client)

@@ -22,11 +22,10 @@ from tests.lsp.conftest import (
     change_and_save,
     close_file,
     diagnostics_for,
-    handle_refreshes,
-    initialize_params,
     open_file,
     process_exists,
     server_status,
+    session,
     spans,
     wait_for,
 )
@@ -41,12 +40,9 @@ RELIABILITY_SERVER = ClientServerConfig(
 
 @pytest_lsp.fixture(config=RELIABILITY_SERVER, scope="module")
 async def client(lsp_client: LanguageClient):
-    handle_refreshes(lsp_client)
-    params = initialize_params("visual-studio-code", REPO,
-                               settings={"timeoutSeconds": TIMEOUT, "memoryLimitMB": 1536})
-    await lsp_client.initialize_session(params)
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, REPO,
+                       settings={"timeoutSeconds": TIMEOUT, "memoryLimitMB": 1536}):
+        yield
 
 
 async def _job_pid(client: LanguageClient) -> int:

@@ -1,26 +1,150 @@
 """A check's result is reused only while nothing it depends on changed: the document text, the
 settings, and the content of the workspace modules it imports. A check that reads a data file
-is always run again."""
+is always run again. ``ResultCache`` (lsp_server/reuse.py) on its own, then in a real server."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import sys
 import textwrap
 
+import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from export_worker.inputs import digest
+from export_worker.messages import CheckSettings, JobAnswer, JobDone, JobFailed, JobRequest
 from exporter import shortcuts
+from lsp_server.reuse import ResultCache, installed_packages
 from tests.lsp.conftest import (
     SERVER,
-    handle_refreshes,
-    initialize_params,
     open_file,
     record_publishes,
     server_status,
+    session,
     uri_of,
     wait_for,
 )
+
+WORKER = "4242/0"  # the worker process: its pid and how often it was restarted
+
+
+def check_request(root, text: str = "import helper\n", **changes) -> JobRequest:
+    request = JobRequest("check", str(root / "model.py"), str(root), "Model", text=text,
+                         timeout=60.0, memory_limit_mb=4096, record_inputs=True,
+                         progress=True, id="job-1")
+    return dataclasses.replace(request, **changes)
+
+
+def done(root) -> JobDone:
+    """A check that read the workspace module ``helper.py``."""
+    helper = str(root / "helper.py")
+    return JobDone("job-1", JobAnswer(result={"targets": []},
+                                      inputs={"modules": {helper: digest(helper)}}),
+                   seconds=1.0, pid=4242)
+
+
+@pytest.fixture
+def root(tmp_path):
+    (tmp_path / "helper.py").write_text("SCALE = 2\n")
+    return tmp_path
+
+
+def test_the_same_request_to_the_same_worker_reuses_the_result(root):
+    cache = ResultCache()
+    outcome = done(root)
+    cache.put(check_request(root), WORKER, outcome, installed_packages())
+    # another request for the same check: only its id differs
+    assert cache.get(check_request(root, id="job-2"), WORKER) is outcome
+    assert (cache.checked, cache.reused) == (1, 1)
+
+
+@pytest.mark.parametrize("change", [
+    {"text": "import helper\n# edited\n"},
+    {"target": "Other"},
+    {"file": "/elsewhere/model.py"},
+    {"settings": CheckSettings(opset=18)},
+    {"settings": CheckSettings(atol=1e-3)},
+    {"timeout": 5.0},
+    {"memory_limit_mb": 1024},
+], ids=lambda change: next(iter(change)))
+def test_a_request_that_differs_is_checked_again(root, change):
+    cache = ResultCache()
+    cache.put(check_request(root), WORKER, done(root), installed_packages())
+    assert cache.get(check_request(root, **change), WORKER) is None
+
+
+@pytest.mark.parametrize("worker", ["4243/0", "4242/1"], ids=["another-pid", "restarted"])
+def test_another_worker_process_checks_again(root, worker):
+    """``onnxlens.restartWorker`` forgets every result: the restart count is part of it."""
+    cache = ResultCache()
+    cache.put(check_request(root), WORKER, done(root), installed_packages())
+    assert cache.get(check_request(root), worker) is None
+
+
+def test_an_imported_module_edited_on_disk_is_checked_again(root):
+    cache = ResultCache()
+    cache.put(check_request(root), WORKER, done(root), installed_packages())
+    (root / "helper.py").write_text("SCALE = 3\n")
+    assert cache.get(check_request(root), WORKER) is None
+
+
+def test_a_package_installed_since_the_check_is_checked_again(root, monkeypatch):
+    site = root / "venv" / "site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    cache = ResultCache()
+    cache.put(check_request(root), WORKER, done(root), installed_packages())
+    assert cache.get(check_request(root), WORKER) is not None
+    (site / "newpkg-1.0.dist-info").mkdir()  # what `pip install newpkg` adds
+    stamp = os.stat(site).st_mtime_ns + 1_000_000_000  # a coarse clock sees it too
+    os.utime(site, ns=(stamp, stamp))
+    assert cache.get(check_request(root), WORKER) is None
+
+
+def test_a_check_that_read_a_data_file_is_never_reused(root):
+    cache = ResultCache()
+    unreusable = dataclasses.replace(done(root), answer=JobAnswer(result={"targets": []},
+                                                                  inputs=None))
+    cache.put(check_request(root), WORKER, unreusable, installed_packages())
+    assert cache.get(check_request(root), WORKER) is None
+    assert cache.checked == 1
+
+
+def test_a_job_without_an_answer_is_never_reused(root):
+    cache = ResultCache()
+    cache.put(check_request(root), WORKER, JobFailed("job-1", "timeout"), installed_packages())
+    assert cache.get(check_request(root), WORKER) is None
+
+
+def test_reuse_has_an_off_switch(root, monkeypatch):
+    cache = ResultCache()
+    cache.put(check_request(root), WORKER, done(root), installed_packages())
+    monkeypatch.setenv(shortcuts.ENVIRONMENT_VARIABLE, "result-reuse")
+    assert cache.get(check_request(root), WORKER) is None
+
+
+def test_the_least_recently_used_result_is_forgotten_first(root):
+    cache = ResultCache(limit=2)
+    first, second, third = (check_request(root, target=name) for name in ["A", "B", "C"])
+    for request in (first, second):
+        cache.put(request, WORKER, done(root), installed_packages())
+    assert cache.get(first, WORKER) is not None  # used again: kept over the second
+    cache.put(third, WORKER, done(root), installed_packages())
+    assert [cache.get(r, WORKER) is not None for r in (first, second, third)] == \
+        [True, False, True]
+
+
+def test_every_result_can_be_forgotten(root):
+    cache = ResultCache()
+    cache.put(check_request(root), WORKER, done(root), installed_packages())
+    cache.clear()
+    assert cache.get(check_request(root), WORKER) is None
+
+
+# -- in a real server ----------------------------------------------------------------------
 
 MODEL = textwrap.dedent("""\
     from pathlib import Path
@@ -44,20 +168,17 @@ MODEL = textwrap.dedent("""\
 HELPER = "import torch\n\n\ndef scale(x):\n    return {body}\n"
 
 
-async def _start(lsp_client: LanguageClient, root) -> None:
-    handle_refreshes(lsp_client)
-    lsp_client.workspace_root = root
+def _write_workspace(root) -> None:
     (root / "model.py").write_text(MODEL)
     (root / "helper.py").write_text(HELPER.format(body="torch.sigmoid(x) * 2"))
     (root / "factor.txt").write_text("2.0")
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", root))
 
 
 @pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, tmp_path):
-    await _start(lsp_client, tmp_path)
-    yield
-    await lsp_client.shutdown_session()
+    _write_workspace(tmp_path)
+    async with session(lsp_client, tmp_path):
+        yield
 
 
 async def _published(client: LanguageClient, publishes: list, uri: str, action) -> list[str]:
@@ -119,9 +240,9 @@ NO_REUSE = pytest_lsp.ClientServerConfig(
 
 @pytest_lsp.fixture(config=NO_REUSE)
 async def client_without_reuse(lsp_client: LanguageClient, tmp_path):
-    await _start(lsp_client, tmp_path)
-    yield
-    await lsp_client.shutdown_session()
+    _write_workspace(tmp_path)
+    async with session(lsp_client, tmp_path):
+        yield
 
 
 async def test_result_reuse_has_an_off_switch(client_without_reuse: LanguageClient):

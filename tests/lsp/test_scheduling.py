@@ -18,11 +18,10 @@ from tests.lsp.conftest import (
     change_and_save,
     close_file,
     diagnostics_for,
-    handle_refreshes,
-    initialize_params,
     open_file,
     record_publishes,
     server_status,
+    session,
     wait_for,
 )
 
@@ -31,10 +30,8 @@ LSP_FIXTURES = Path(__file__).parent / "fixtures"
 
 @pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
 async def client(lsp_client: LanguageClient, request):
-    handle_refreshes(lsp_client)
-    await lsp_client.initialize_session(initialize_params(request.param, REPO))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, REPO, request.param):
+        yield
 
 
 async def test_other_files_are_answered_while_a_slow_check_runs(client: LanguageClient):

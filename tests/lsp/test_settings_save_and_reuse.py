@@ -19,10 +19,9 @@ from tests.lsp.conftest import (
     change_and_save,
     command,
     diagnostics_for,
-    handle_refreshes,
-    initialize_params,
     open_file,
     server_status,
+    session,
     wait_for,
 )
 
@@ -48,13 +47,10 @@ TIMEOUT_PROBLEM = ("onnxlens: settings: `onnxlens.timeoutSeconds` must be betwee
 async def vscode_like(lsp_client: LanguageClient, tmp_path):
     """As the VS Code extension does: the settings in initializationOptions, and the same
     settings as the answer to workspace/configuration."""
-    handle_refreshes(lsp_client)
     lsp_client.set_configuration(BAD_SETTINGS, section="onnxlens")
     (tmp_path / "model.py").write_text(CLEAN_MODEL)
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path,
-                                                          settings=BAD_SETTINGS))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, tmp_path, settings=BAD_SETTINGS):
+        yield
 
 
 async def test_each_bad_setting_is_shown_once(vscode_like: LanguageClient):
@@ -80,14 +76,11 @@ async def test_each_bad_setting_is_shown_once(vscode_like: LanguageClient):
 
 @pytest_lsp.fixture(config=SERVER)
 async def workspace_client(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
     root = tmp_path / "ws"
     root.mkdir()
     (root / "model.py").write_text(CLEAN_MODEL)
-    lsp_client.workspace_root = root  # type: ignore[attr-defined]
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", root))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, root):
+        yield
 
 
 async def test_a_relative_save_path_leading_out_of_the_workspace_is_refused(
@@ -125,15 +118,12 @@ class UsesPackage(torch.nn.Module):
 
 @pytest_lsp.fixture(config=PACKAGE_SERVER)
 async def package_client(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
     SITE.mkdir(parents=True)
     (SITE / "mypkg.py").write_text("def op(x):\n    return x * 2\n")
     (SITE / "mypkg-1.0.dist-info").mkdir()
     (tmp_path / "model.py").write_text(MODEL_USING_PACKAGE)
-    lsp_client.workspace_root = tmp_path  # type: ignore[attr-defined]
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, tmp_path):
+        yield
     shutil.rmtree(SITE.parent)
 
 

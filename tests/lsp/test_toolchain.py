@@ -16,20 +16,18 @@ from exporter import torch_compat
 from tests.lsp.conftest import (
     SERVER,
     diagnostics_for,
-    handle_refreshes,
-    initialize_params,
     open_file,
+    served,
     server_status,
+    session,
     wait_for,
 )
 
 
 @pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, tmp_path):
+        yield
 
 
 async def _ready_status(client: LanguageClient) -> dict:
@@ -66,11 +64,8 @@ async def degraded(lsp_client: LanguageClient, tmp_path):
         "class Model(torch.nn.Module):\n"
         "    def forward(self, x):\n"
         "        return torch.sigmoid(x) * 2\n")
-    handle_refreshes(lsp_client)
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", tmp_path))
-    lsp_client.workspace_root = tmp_path  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, tmp_path):
+        yield
 
 
 async def test_a_degraded_toolchain_is_told_once_and_checks_stay_right(degraded: LanguageClient):
@@ -105,10 +100,7 @@ async def test_a_missing_toolchain_is_said_once_and_the_worker_not_restarted(tmp
     once, forever (issue "nothing lost")."""
     config = ClientServerConfig(server_command=SERVER.server_command,
                                 server_env=_without_torch(tmp_path))
-    client = await config.start()
-    try:
-        handle_refreshes(client)
-        await client.initialize_session(initialize_params("visual-studio-code", tmp_path))
+    async with served(tmp_path, config=config) as client:
         await wait_for(lambda: [m for m in client.messages if "cannot check models" in m.message])
         await asyncio.sleep(4)  # a restart loop shows within this time
         starts = [m for m in client.log_messages if m.message == "export worker starting"]
@@ -117,6 +109,3 @@ async def test_a_missing_toolchain_is_said_once_and_the_worker_not_restarted(tmp
         assert "the export toolchain is missing" in told.message
         status = await server_status(client)
         assert status["workerState"] == "missing" and status["worker"]["ready"] is False
-    finally:
-        await client.shutdown_session()
-        await client.stop()

@@ -16,10 +16,9 @@ from tests.lsp.conftest import (
     child_processes,
     close_file,
     diagnostics_for,
-    handle_refreshes,
-    initialize_params,
     open_file,
     server_status,
+    session,
     spans,
 )
 
@@ -33,7 +32,6 @@ def _copy_workspace(root, names=("no_translation",)):
 
 @pytest_lsp.fixture(config=SERVER)
 async def untrusted(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
     lsp_client.states = []
 
     @lsp_client.feature("onnxlens/state")
@@ -41,12 +39,9 @@ async def untrusted(lsp_client: LanguageClient, tmp_path):
         lsp_client.states.append(params._asdict())
 
     workspace = _copy_workspace(tmp_path / "ws")
-    lsp_client.workspace_root = workspace
-    params = initialize_params("visual-studio-code", workspace, trusted=False,
-                               settings={"sarif": {"outputDirectory": "reports"}})
-    await lsp_client.initialize_session(params)
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, workspace, trusted=False,
+                       settings={"sarif": {"outputDirectory": "reports"}}):
+        yield
 
 
 async def test_untrusted_runs_nothing_until_trusted(untrusted: LanguageClient):
@@ -98,15 +93,11 @@ BAD_SETTINGS = {"trigger": "sometimes", "timeoutSeconds": -3, "memoryLimitMB": "
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER.server_command,
                                               server_env=SERVER.server_env))
 async def misconfigured(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
     workspace = _copy_workspace(tmp_path / "ws")
     (workspace / "pyproject.toml").write_text('[tool.onnxlens]\nignore = ["ONNX201"]\n'
                                               'timeout = "soon"\n')
-    lsp_client.workspace_root = workspace
-    await lsp_client.initialize_session(initialize_params("neovim", workspace,
-                                                          settings=BAD_SETTINGS))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, workspace, "neovim", settings=BAD_SETTINGS):
+        yield
 
 
 async def test_bad_settings_are_named_and_defaults_used(misconfigured: LanguageClient):
@@ -150,15 +141,11 @@ def test_numbers_must_be_finite_and_bounded(name, value, problem):
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER.server_command,
                                               server_env=SERVER.server_env))
 async def hostile(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
     workspace = _copy_workspace(tmp_path / "ws")
     (workspace / "pyproject.toml").write_text(
         '[tool.onnxlens]\nsarif-output = "../outside/reports"\ntimeout = 5\n')
-    lsp_client.workspace_root = workspace
-    await lsp_client.initialize_session(initialize_params("visual-studio-code", workspace,
-                                                          trusted=False))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, workspace, trusted=False):
+        yield
 
 
 async def test_an_untrusted_workspace_sets_nothing_and_gets_nothing_written(
@@ -185,17 +172,13 @@ async def test_an_untrusted_workspace_sets_nothing_and_gets_nothing_written(
 
 @pytest_lsp.fixture(config=SERVER)
 async def tuned(lsp_client: LanguageClient, tmp_path):
-    handle_refreshes(lsp_client)
     workspace = _copy_workspace(tmp_path / "ws")
     (workspace / "scratch").mkdir()
     (workspace / "scratch" / "model.py").write_text(
         (FIXTURES / "no_translation" / "model.py").read_text())
-    lsp_client.workspace_root = workspace
-    await lsp_client.initialize_session(initialize_params(
-        "visual-studio-code", workspace,
-        settings={"severity": {"ONNX2": "warning"}, "extendExclude": ["scratch"]}))
-    yield
-    await lsp_client.shutdown_session()
+    async with session(lsp_client, workspace, settings={"severity": {"ONNX2": "warning"},
+                                                         "extendExclude": ["scratch"]}):
+        yield
 
 
 async def test_severity_overrides_and_excludes_apply_in_the_editor(tuned: LanguageClient):

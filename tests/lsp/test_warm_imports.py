@@ -23,9 +23,8 @@ from tests.lsp.conftest import (
     close_file,
     command,
     diagnostics_for,
-    handle_refreshes,
-    initialize_params,
     open_file,
+    served,
     server_status,
 )
 from tests.warm_side_effects import (
@@ -257,30 +256,26 @@ async def test_save_model_of_an_unrelated_file_stays_float32(tmp_path):
     server = ClientServerConfig(server_command=SERVER.server_command, server_env={
         **(SERVER.server_env or {}),
         "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])})
-    client = await server.start()
-    handle_refreshes(client)
-    await client.initialize_session(initialize_params("visual-studio-code", project))
-    plain = open_file(client, project / "plain.py")
-    try:
-        assert await diagnostics_for(client, plain) == []
-        before = await command(client, "onnxlens.saveModel", plain, "Mlp",
-                               str(tmp_path / "before.onnx"))
-        assert before["saved"] is True
-        assert _input_elem_type(tmp_path / "before.onnx") == 1  # FLOAT
+    async with served(project, config=server) as client:
+        plain = open_file(client, project / "plain.py")
+        try:
+            assert await diagnostics_for(client, plain) == []
+            before = await command(client, "onnxlens.saveModel", plain, "Mlp",
+                                   str(tmp_path / "before.onnx"))
+            assert before["saved"] is True
+            assert _input_elem_type(tmp_path / "before.onnx") == 1  # FLOAT
 
-        uses = open_file(client, project / "uses.py")
-        assert await diagnostics_for(client, uses) == []
-        after = await command(client, "onnxlens.saveModel", plain, "Mlp",
-                              str(tmp_path / "after.onnx"))
-        assert after["saved"] is True
-        assert _input_elem_type(tmp_path / "after.onnx") == 1  # FLOAT, not DOUBLE (11)
-        status = await server_status(client)
-        assert SIDE_EFFECT_PACKAGE not in status["worker"]["warm_imports"]
-        close_file(client, uses)
-    finally:
-        close_file(client, plain)
-        await client.shutdown_session()
-        await client.stop()
+            uses = open_file(client, project / "uses.py")
+            assert await diagnostics_for(client, uses) == []
+            after = await command(client, "onnxlens.saveModel", plain, "Mlp",
+                                  str(tmp_path / "after.onnx"))
+            assert after["saved"] is True
+            assert _input_elem_type(tmp_path / "after.onnx") == 1  # FLOAT, not DOUBLE (11)
+            status = await server_status(client)
+            assert SIDE_EFFECT_PACKAGE not in status["worker"]["warm_imports"]
+            close_file(client, uses)
+        finally:
+            close_file(client, plain)
 
 
 def test_a_package_refused_for_its_side_effects_is_not_probed_again(tmp_path, monkeypatch,
