@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from onnxlens.cli import main
 from exporter.rules import RULES
+from onnxlens.cli import main
 from tests.conftest import REPO
 
 DOCS = REPO / "docs" / "rules"

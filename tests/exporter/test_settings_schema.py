@@ -12,9 +12,9 @@ from dataclasses import fields
 
 import pytest
 
-from onnxlens.cli import main
 from exporter.settings_schema import BY_PYPROJECT, SETTINGS, is_excluded
 from lsp_server.settings import Settings
+from onnxlens.cli import main
 from tests.conftest import FIXTURES, REPO
 
 EXTENSION = REPO / "vscode-extension"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from onnxlens.cli import main
 from exporter.suppressions import find_suppressions, with_rule_added
+from onnxlens.cli import main
 from tests.conftest import FIXTURES
 
 MODEL = (FIXTURES / "no_translation" / "model.py").read_text().splitlines()
