@@ -131,9 +131,10 @@ class Checker:
         self.cancel(uri)
         self.documents.pop(uri, None)
 
-    def cancel_running(self) -> None:
-        """Cancel every check that has started (shutdown, trust withdrawn)."""
-        for uri in list(self.tasks):
+    def cancel_all(self) -> None:
+        """Cancel every check, started or waiting out its typing delay (shutdown, trust
+        withdrawn: a waiting one started later and ran against a stopped worker)."""
+        for uri in {*self.tasks, *self.timers}:
             self.cancel(uri)
 
     def running_check(self, uri: str) -> asyncio.Task[None] | None:

@@ -43,7 +43,7 @@ async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> No
 
 async def shutdown(ls: OnnxLensServer, params: None) -> None:
     ls.shut_down = True
-    ls.checker.cancel_running()
+    ls.checker.cancel_all()
     await ls.worker.stop()
 
 
@@ -64,7 +64,7 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
     else:
         if ls.workspace_check is not None:
             ls.workspace_check.cancel()
-        ls.checker.cancel_running()
+        ls.checker.cancel_all()
         await ls.worker.stop()
         ls.worker.state = "stopped"
         # what the checks found came from running the model: it goes with the trust

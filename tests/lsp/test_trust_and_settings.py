@@ -17,6 +17,7 @@ from tests.lsp.conftest import (
     close_file,
     diagnostics_for,
     open_file,
+    record_publishes,
     server_status,
     session,
     spans,
@@ -193,3 +194,37 @@ async def test_severity_overrides_and_excludes_apply_in_the_editor(tuned: Langua
     finally:
         close_file(tuned, checked)
         close_file(tuned, excluded)
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def typing_untrusted(lsp_client: LanguageClient, tmp_path):
+    workspace = _copy_workspace(tmp_path / "ws")
+    async with session(lsp_client, workspace, trusted=False,
+                       settings={"trigger": "onType", "debounceMs": 2000}):
+        yield
+
+
+async def test_a_check_waiting_out_its_typing_delay_does_not_outlive_the_trust(
+        typing_untrusted: LanguageClient):
+    """An edit's check waits ``debounceMs`` before it starts; trust withdrawn in that time
+    cancelled only the checks that had started, so the waiting one started afterwards and
+    brought a worker back: model code ran in a workspace no longer trusted."""
+    client = typing_untrusted
+    path = client.workspace_root / "no_translation" / "model.py"
+    uri = open_file(client, path)
+    client.protocol.notify("onnxlens/trustChanged", {"trusted": True})
+    await diagnostics_for(client, uri)
+    text = path.read_text() + "\n# an edit\n"
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.protocol.notify("onnxlens/trustChanged", {"trusted": False})
+    assert await diagnostics_for(client, uri, expect=lambda found: found == []) == []
+    published = record_publishes(client)
+    await asyncio.sleep(4)  # the typing delay, and time for a check it would have started
+    status = await server_status(client)
+    assert status["trusted"] is False and status["workerState"] == "stopped"
+    assert status["worker"]["ready"] is False
+    assert child_processes(client._server.pid) == []
+    assert [p.diagnostics for p in published if p.uri == uri] == []
+    assert status["results"]["checked"] == 1  # the check before the edit only
