@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from export_worker.client import WorkerClient, WorkerUnavailable
-from export_worker.messages import CheckSettings, JobRequest, Ready
+from export_worker.messages import JobRequest, Ready
 from export_worker.outcomes import Limits, target_result
+from exporter.options import ExportOptions
 from exporter.result import CheckResult, TargetResult
 from exporter.sourcetext import decoding_problem, read_source
 from exporter.targets import Target, discover
@@ -47,7 +48,7 @@ class Shard:
 @dataclass(frozen=True)
 class BatchOptions:
     workspace: Path
-    settings: CheckSettings
+    settings: ExportOptions
     timeout: float | None  # seconds per target; None: no limit
     memory_limit_mb: int | None
     jobs: int

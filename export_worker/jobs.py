@@ -13,11 +13,11 @@ from typing import Any
 
 from export_worker.inputs import InputRecorder
 from export_worker.messages import JobAnswer, JobRequest
-from exporter.context import CheckContext, Settings
+from exporter.context import CheckContext
 from exporter.result import CheckResult, TargetResult
 from exporter.serialize import diagnostic_to_data, result_to_data
 from exporter.session import ExportSession
-from exporter.sourcetext import set_overlay
+from exporter.sourcetext import Sources
 
 #: the stages whose findings a check with ``progress`` reports as soon as they end
 EARLY_STAGES = ("capture", "translate")
@@ -26,17 +26,17 @@ EARLY_STAGES = ("capture", "translate")
 def run_job(session: ExportSession, request: JobRequest,
             progress: Callable[[dict[str, Any]], None] | None = None) -> JobAnswer:
     path = Path(request.file)
-    if request.text is not None:
-        set_overlay(path, request.text)
+    # the editor's text of the file, unsaved changes included: what the check reads of it
+    sources = Sources.with_unsaved(path, request.text) if request.text is not None \
+        else Sources()
     # What a check reads decides whether the server may reuse its result (lsp_server.reuse).
     recorder = InputRecorder(path if request.text is not None else None) \
         if request.record_inputs else None
-    session.settings = Settings(opset=request.settings.opset, atol=request.settings.atol,
-                                rtol=request.settings.rtol, optimize=request.optimize,
-                                # stops Python code where it runs (ONNX901 at that line);
-                                # native code is stopped by the worker a moment later
-                                timeout=request.timeout)
-    found = session.discover(path)
+    session.options = request.settings
+    # stops Python code where it runs (ONNX901 at that line); native code is stopped by the
+    # worker a moment later
+    session.timeout = request.timeout
+    found = session.discover(path, sources.read(path))
     target = next((t for t in found.targets if t.name == request.target), None)
     if target is None:
         return JobAnswer(error=f"no export target {request.target!r} in {path.name}")
@@ -45,7 +45,8 @@ def run_job(session: ExportSession, request: JobRequest,
                 and partial.diagnostics:
             progress(result_to_data(CheckResult(targets=[partial], files=[path])))
 
-    context, target_result = session.run_target(target, Path(request.workspace), stage_done)
+    context, target_result = session.run_target(target, Path(request.workspace), stage_done,
+                                                sources)
     result = CheckResult(targets=[target_result], files=[path])
     if request.kind == "check":
         return JobAnswer(result=result_to_data(result),

@@ -14,19 +14,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from exporter.options import ExportOptions
+
 JobKind = Literal["check", "save", "run"]
 #: why a job has no answer: killed at its deadline, past its memory limit, its process died,
 #: cancelled by the client, or the worker itself went away while the job ran
 FailureKind = Literal["timeout", "memory", "crashed", "cancelled", "worker-lost"]
-
-
-@dataclass(frozen=True)
-class CheckSettings:
-    """What changes a check's result besides the code (None: torch.onnx.export's default)."""
-
-    opset: int | None = None
-    atol: float | None = None
-    rtol: float | None = None
 
 
 # -- client → worker -------------------------------------------------------------------------
@@ -40,13 +33,12 @@ class JobRequest:
     workspace: str
     target: str
     text: str | None = None  # the editor's unsaved text; None: the file on disk
-    settings: CheckSettings = field(default_factory=CheckSettings)
+    settings: ExportOptions = field(default_factory=ExportOptions)
     timeout: float | None = None  # seconds; None: no limit
     memory_limit_mb: int | None = None
     record_inputs: bool = False  # for the server's result reuse (export_worker/inputs.py)
     output: str | None = None  # save: where
     threshold: int | None = None  # save: external data from this size on
-    optimize: bool = True  # save: onnxscript's optimizer, as torch.onnx.export
     repeat: int = 20  # run: timed runs
     model: str | None = None  # run: this saved .onnx instead of the export
     #: check: report what the capture and translate stages found as soon as each ends

@@ -11,8 +11,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from exporter.diagnostics import Diagnostic, Location, Related
+from exporter.options import ExportOptions
 from exporter.rules import Severity
 from exporter.source_map import Frame, Mapped, map_frames, parse_stack_trace
+from exporter.sourcetext import Sources
 from exporter.targets import Target
 
 if TYPE_CHECKING:
@@ -23,19 +25,6 @@ if TYPE_CHECKING:
 
     from exporter.dynamic_dims import Narrowed
     from exporter.registries import Registries
-
-
-@dataclass
-class Settings:
-    """Check-wide defaults (CLI flags, ``[tool.onnxlens]``); pragmas override per target."""
-
-    opset: int | None = None
-    atol: float | None = None
-    rtol: float | None = None
-    timeout: float | None = None  # seconds per target; None: no limit
-    # Check (and save) the model onnxscript's optimizer made, as torch.onnx.export does by
-    # default; `onnxlens save --no-optimize` checks and saves the model as translated.
-    optimize: bool = True
 
 
 @dataclass(frozen=True)
@@ -98,7 +87,9 @@ class CheckContext:
     target: Target
     workspace: Path
     registries: Registries  # the session's: built once per opset in a process
-    settings: Settings = field(default_factory=Settings)
+    defaults: ExportOptions = field(default_factory=ExportOptions)  # a pragma overrides them
+    timeout: float | None = None  # seconds for the whole check; None: no limit
+    sources: Sources = field(default_factory=Sources)  # the editor's text of the file, if any
     diagnostics: list[Diagnostic] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # the pragma's, evaluated at load
     summary: dict[str, Any] = field(default_factory=dict)
@@ -134,7 +125,8 @@ class CheckContext:
         return self.options.get(key, default)
 
     def map_frames(self, frames: list[Frame], hint: str | None = None) -> Mapped | None:
-        return map_frames(frames, self.workspace, hint=hint, fallback=self.fallback_location())
+        return map_frames(frames, self.workspace, hint=hint, fallback=self.fallback_location(),
+                          lines_of=self.sources.lines)
 
     def map_stack_trace(self, stack_trace: str | None, hint: str | None = None) -> Mapped | None:
         return self.map_frames(parse_stack_trace(stack_trace), hint)

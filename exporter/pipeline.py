@@ -95,7 +95,7 @@ def run_pipeline(ctx: CheckContext,
     result = TargetResult(ctx.target.name, ctx.target.path, ctx.target.definition)
     started = time.perf_counter()
     try:
-        with _time_limit(ctx.settings.timeout):
+        with _time_limit(ctx.timeout):
             for stage in STAGES:
                 result.stages.append(_run_stage(stage, ctx))
                 if stage_done is not None:
@@ -109,7 +109,7 @@ def run_pipeline(ctx: CheckContext,
         for later in STAGES[len(result.stages):]:
             result.stages.append(StageStatus(later.name, StageState.SKIPPED, 0.0, "timed out"))
         ctx.report("ONNX901", f"The check of `{ctx.target.name}` did not finish within "
-                   f"{ctx.settings.timeout:g} s and was stopped in the {stage.name} stage "
+                   f"{ctx.timeout:g} s and was stopped in the {stage.name} stage "
                    "(an endless loop, or a model too slow to check?).",
                    ctx.map_frames(exception_frames(timeout)))
     result.diagnostics = sorted(merge_duplicates(ctx.diagnostics), key=sort_key)

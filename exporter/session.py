@@ -9,10 +9,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from exporter.context import CheckContext, Settings
+from exporter.context import CheckContext
+from exporter.options import ExportOptions
 from exporter.registries import Registries
 from exporter.result import CheckResult, TargetResult
-from exporter.sourcetext import decoding_problem, overlay, read_source
+from exporter.sourcetext import Sources, decoding_problem, read_source
 from exporter.targets import Discovery, Target, discover
 from exporter.user_modules import isolated_import_path
 
@@ -36,7 +37,7 @@ def _quiet_torch_logs() -> None:
 class ExportSession:
     """Checks targets; reuse one session for many checks."""
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(self, options: ExportOptions | None = None) -> None:
         import torch  # noqa: F401 - imported once, here, for every later check
 
         _quiet_torch_logs()
@@ -44,7 +45,8 @@ class ExportSession:
         from exporter import torch_compat
 
         self._compat = torch_compat
-        self.settings = settings or Settings()
+        self.options = options or ExportOptions()
+        self.timeout: float | None = None  # seconds a check may run; None: no limit
         self.registries = Registries()
 
     def warm_up(self) -> None:
@@ -63,7 +65,7 @@ class ExportSession:
 
         from exporter import speedups
 
-        opset = self.settings.opset
+        opset = self.options.opset
         with warnings.catch_warnings():  # torch's deprecation warnings, not the user's
             warnings.simplefilter("ignore")
             self._compat.run_static_probes()
@@ -83,14 +85,15 @@ class ExportSession:
         return self.run_target(target, workspace)[1]
 
     def run_target(self, target: Target, workspace: Path,
-                   stage_done: Callable[[TargetResult], None] | None = None
-                   ) -> tuple[CheckContext, TargetResult]:
+                   stage_done: Callable[[TargetResult], None] | None = None,
+                   sources: Sources | None = None) -> tuple[CheckContext, TargetResult]:
         """Check a target and keep its context (model, ONNX program, session) for save/run;
         ``stage_done`` gets the result so far after each stage."""
         from exporter.pipeline import run_pipeline
 
         with isolated_import_path(target.path, workspace):
-            context = CheckContext(target, workspace, self.registries, settings=self.settings)
+            context = CheckContext(target, workspace, self.registries, defaults=self.options,
+                                   timeout=self.timeout, sources=sources or Sources())
             return context, run_pipeline(context, stage_done)
 
     def check_file(self, path: Path, workspace: Path | None = None,
@@ -98,7 +101,7 @@ class ExportSession:
         path = path.resolve()
         workspace = (workspace or path.parent).resolve()
         result = CheckResult(files=[path])
-        problem = decoding_problem(path) if overlay(path) is None else None
+        problem = decoding_problem(path)
         if problem is not None:
             result.file_diagnostics.append(problem)
             return result

@@ -1,9 +1,9 @@
 """Every onnxlens setting, declared once: its ``[tool.onnxlens]`` key, its language-server
 name (and VS Code's ``onnxlens.*`` name), its CLI flag, its type, bounds, default and meaning.
 
-The ``[tool.onnxlens]`` reader (``exporter/config.py``) and the server's typed settings
-(``lsp_server/settings.py``) validate with it; tests check the CLI's options, the server's
-``Settings``, the table of docs/configuration.md and the extension's ``package.json``
+The ``[tool.onnxlens]`` reader (``exporter/config.py``) and the one options type
+(``exporter/options.py``, whose defaults are these) validate with it; tests check the CLI's
+flags, ``Options``, the table of docs/configuration.md and the extension's ``package.json``
 against it.
 """
 

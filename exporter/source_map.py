@@ -15,6 +15,7 @@ from pathlib import Path
 
 from exporter.diagnostics import Location, Range, Related
 from exporter.sourcetext import (
+    LinesOf,
     char_column,
     node_range,
     parse_python,
@@ -118,7 +119,7 @@ class Mapped:
 
 def map_frames(
     frames: Iterable[Frame], workspace: Path, *, hint: str | None = None,
-    fallback: Location | None = None,
+    fallback: Location | None = None, lines_of: LinesOf = source_lines,
 ) -> Mapped | None:
     """Primary location = innermost user frame; related = the outer user frames, then the
     third-party library frames below it (innermost first). With no user frame but library
@@ -128,7 +129,7 @@ def map_frames(
     below = frames[user_indices[-1] + 1:] if user_indices else frames
     library = [frame for frame in below if _third_party(frame.path) is not None]
     library_related = tuple(
-        Related(Location(frame.path, whole_line_range(frame.path, frame.line)),
+        Related(Location(frame.path, whole_line_range(frame.path, frame.line, lines_of)),
                 f"in `{frame.function}` ({_third_party(frame.path)}:{frame.line})")
         for frame in reversed(library))
     note = ""
@@ -141,9 +142,9 @@ def map_frames(
         return Mapped(fallback, library_related, note)
     user = [frames[i] for i in user_indices]
     innermost = user[-1]
-    location = Location(innermost.path, frame_range(innermost, hint))
+    location = Location(innermost.path, frame_range(innermost, hint, lines_of))
     related = tuple(
-        Related(Location(frame.path, frame_range(frame, None)),
+        Related(Location(frame.path, frame_range(frame, None, lines_of)),
                 f"called from `{frame.function}`" if frame.function else "called from here")
         for frame in reversed(user[:-1])
     )
@@ -162,9 +163,9 @@ def _third_party(path: Path) -> str | None:
     return None
 
 
-def frame_range(frame: Frame, hint: str | None) -> Range:
+def frame_range(frame: Frame, hint: str | None, lines_of: LinesOf = source_lines) -> Range:
     """Narrow a frame's line to the expression most likely meant."""
-    lines = source_lines(frame.path)
+    lines = lines_of(frame.path)
     if not 0 < frame.line <= len(lines):
         return Range.of(max(frame.line, 1), 1, max(frame.line, 1), 2)
     text = lines[frame.line - 1]
@@ -174,15 +175,14 @@ def frame_range(frame: Frame, hint: str | None) -> Range:
         end = char_column(text, frame.end_column)
         if text[start:end].strip():
             return Range.of(frame.line, start + 1, frame.line, end + 1)
-    narrowed = _narrow_by_ast(frame.path, frame.line, hint)
-    return narrowed or whole_line_range(frame.path, frame.line)
+    narrowed = _narrow_by_ast(lines, frame.line, hint)
+    return narrowed or whole_line_range(frame.path, frame.line, lines_of)
 
 
-def _narrow_by_ast(path: Path, line: int, hint: str | None) -> Range | None:
-    statement = _statement_at(path, line)
+def _narrow_by_ast(lines: tuple[str, ...], line: int, hint: str | None) -> Range | None:
+    statement = _statement_at(lines, line)
     if statement is None:
         return None
-    lines = source_lines(path)
     focus = _statement_focus(statement)
     candidates = [node for node in ast.walk(focus) if getattr(node, "lineno", None) == line]
     if hint:
@@ -242,8 +242,8 @@ def _parsed(lines: tuple[str, ...]) -> ast.Module | None:
         return None
 
 
-def _statement_at(path: Path, line: int) -> ast.stmt | None:
-    tree = _parsed(source_lines(path))
+def _statement_at(lines: tuple[str, ...], line: int) -> ast.stmt | None:
+    tree = _parsed(lines)
     if tree is None:
         return None
     best: ast.stmt | None = None

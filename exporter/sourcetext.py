@@ -8,6 +8,8 @@ import os
 import re
 import stat
 import tokenize
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -25,24 +27,6 @@ def parse_python(source: str, **options: Any) -> Any:
         if "recursion depth mismatch" not in str(error):
             raise
         return ast.parse(source, **options)
-
-
-# Unsaved editor buffers: path -> text. A check reads these instead of the file on disk.
-_OVERLAYS: dict[str, str] = {}
-
-
-def set_overlay(path: Path, text: str | None) -> None:
-    """Make ``text`` the content of ``path`` for this process (None removes it)."""
-    key = str(path.resolve())
-    if text is None:
-        _OVERLAYS.pop(key, None)
-    else:
-        _OVERLAYS[key] = without_bom(text)
-    _cached_lines.cache_clear()
-
-
-def overlay(path: Path) -> str | None:
-    return _OVERLAYS.get(str(path.resolve())) if _OVERLAYS else None
 
 
 def without_bom(text: str) -> str:
@@ -116,11 +100,8 @@ def decode_source(data: bytes) -> str:
 
 
 def read_source(path: Path) -> str:
-    """Read a Python file honouring its PEP 263 encoding declaration (or its overlay).
+    """Read a Python file honouring its PEP 263 encoding declaration.
     Raises UnreadableSource for a file that is not regular or too big (source_bytes)."""
-    text = overlay(path)
-    if text is not None:
-        return text
     return decode_source(source_bytes(path))
 
 
@@ -133,9 +114,7 @@ def _cached_lines(path: str, mtime_ns: int) -> tuple[str, ...]:
 
 
 def source_lines(path: Path) -> tuple[str, ...]:
-    text = overlay(path)
-    if text is not None:
-        return tuple(split_lines(text))
+    """The lines of ``path`` on disk (cached while its mtime stays); none if unreadable."""
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:
@@ -143,8 +122,36 @@ def source_lines(path: Path) -> tuple[str, ...]:
     return _cached_lines(str(path), mtime)
 
 
-def line_text(path: Path, line: int) -> str:
-    lines = source_lines(path)
+#: the lines of a file as a check sees them (``Sources.lines``; default: on disk)
+LinesOf = Callable[[Path], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The source text one check reads: the user's editor's text of one file (a snapshot of
+    the unsaved buffer, sent with the job), every other file from disk."""
+
+    unsaved_path: Path | None = None
+    unsaved_lines: tuple[str, ...] = ()
+    unsaved_text: str = ""
+
+    @classmethod
+    def with_unsaved(cls, path: Path, text: str) -> Sources:
+        text = without_bom(text)
+        return cls(path.resolve(), tuple(split_lines(text)), text)
+
+    def unsaved(self, path: Path) -> bool:
+        return self.unsaved_path is not None and path.resolve() == self.unsaved_path
+
+    def read(self, path: Path) -> str:
+        return self.unsaved_text if self.unsaved(path) else read_source(path)
+
+    def lines(self, path: Path) -> tuple[str, ...]:
+        return self.unsaved_lines if self.unsaved(path) else source_lines(path)
+
+
+def line_text(path: Path, line: int, lines_of: LinesOf = source_lines) -> str:
+    lines = lines_of(path)
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
@@ -192,9 +199,9 @@ def node_range(node: ast.AST, lines: tuple[str, ...] | list[str]) -> Range:
     return Range.of(start_line, start_col + 1, end_line, end_col + 1)
 
 
-def whole_line_range(path: Path, line: int) -> Range:
+def whole_line_range(path: Path, line: int, lines_of: LinesOf = source_lines) -> Range:
     """The range of a line's text without its indentation."""
-    text = line_text(path, line)
+    text = line_text(path, line, lines_of)
     indent = len(text) - len(text.lstrip())
     end = max(len(text.rstrip()), indent) + 1
     return Range.of(line, indent + 1, line, end)

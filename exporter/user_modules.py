@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from exporter.source_map import is_library_path
-from exporter.sourcetext import overlay
+from exporter.sourcetext import Sources
 
 
 def _module_name(path: Path, workspace: Path) -> str:
@@ -79,11 +79,12 @@ class ImportedFile:
     classes: dict[tuple[str, int], type] = field(default_factory=dict)
 
 
-def import_file(path: Path, workspace: Path) -> ImportedFile:
-    """Execute ``path`` as a module (inside :func:`isolated_import_path`)."""
+def import_file(path: Path, workspace: Path, sources: Sources) -> ImportedFile:
+    """Execute ``path`` as a module (inside :func:`isolated_import_path`): the editor's text
+    of it when ``sources`` holds that."""
     classes: dict[tuple[str, int], type] = {}
     with _classes_built_in(path, classes):
-        module = _import(path, workspace)
+        module = _import(path, workspace, sources)
     return ImportedFile(module, classes)
 
 
@@ -107,16 +108,15 @@ def _classes_built_in(path: Path, found: dict[tuple[str, int], type]) -> Iterato
         builtins.__build_class__ = build_class
 
 
-def _import(path: Path, workspace: Path) -> ModuleType:
+def _import(path: Path, workspace: Path, sources: Sources) -> ModuleType:
     name = _module_name(path, workspace)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    text = overlay(path)
-    if text is None:
+    if not sources.unsaved(path):
         spec.loader.exec_module(module)
     else:  # an unsaved editor buffer: run what the user sees, under the file's name
-        exec(compile(text, str(path), "exec"), module.__dict__)
+        exec(compile(sources.read(path), str(path), "exec"), module.__dict__)
     return module

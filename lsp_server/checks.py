@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from export_worker.messages import JobKind, JobOutcome, JobRequest
 from export_worker.outcomes import JobCancelled, Limits, target_result
 from exporter.diagnostics import Diagnostic, merge_duplicates
+from exporter.options import Options
 from exporter.result import CheckResult, TargetResult
 from exporter.serialize import result_from_data
 from exporter.sourcetext import decoding_problem, split_lines
@@ -23,7 +24,6 @@ from lsp_server.convert import path_of
 from lsp_server.discovery import TargetDiscovery
 from lsp_server.progress import Progress, ProgressReporter
 from lsp_server.reuse import ResultCache, installed_packages
-from lsp_server.settings import Settings
 from lsp_server.store import DocumentState
 from lsp_server.supervisor import WorkerSupervisor
 
@@ -34,7 +34,7 @@ class CheckHost(Protocol):
     """What the scheduler uses of the session (OnnxLensServer is one)."""
 
     @property
-    def settings(self) -> Settings: ...
+    def settings(self) -> Options: ...
     @property
     def settings_loaded(self) -> asyncio.Event: ...
     @property

@@ -17,11 +17,12 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
-from export_worker.messages import CheckSettings, JobKind, JobRequest
+from export_worker.messages import JobKind, JobRequest
 from exporter import __version__
 from exporter.config import find_root, load_config
 from exporter.diagnostics import Diagnostic
 from exporter.files import write_text_atomically
+from exporter.options import Options, apply_all, from_pyproject
 from exporter.report import apply_severity, filter_rules
 from exporter.result import CheckResult
 from exporter.settings_schema import is_excluded
@@ -33,7 +34,6 @@ from lsp_server.client_support import ClientSupport
 from lsp_server.convert import PositionConverter, path_uri, to_lsp
 from lsp_server.discovery import TargetDiscovery
 from lsp_server.progress import ProgressReporter, with_progress
-from lsp_server.settings import Settings, apply_all, from_pyproject
 from lsp_server.store import DiagnosticsStore, group_by_file
 from lsp_server.supervisor import WorkerSupervisor
 
@@ -88,7 +88,7 @@ class OnnxLensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("onnxlens", __version__, protocol_cls=_Protocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
-        self.settings = Settings()
+        self.settings = Options()
         self.support = ClientSupport()  # what the client supports: set at initialize
         self.trusted = False
         self.initialization_settings: Any = None
@@ -161,7 +161,7 @@ class OnnxLensServer(LanguageServer):
         return JobRequest(kind, str(target.path), str(self.root_for(target.path)), target.name,
                           text=text, timeout=settings.timeoutSeconds,
                           memory_limit_mb=settings.memoryLimitMB,
-                          settings=CheckSettings(settings.opset, settings.atol, settings.rtol),
+                          settings=settings.export,
                           record_inputs=kind == "check", **extra)
 
     # -- settings ------------------------------------------------------------------------
@@ -193,7 +193,7 @@ class OnnxLensServer(LanguageServer):
                 self.log(f"workspace/configuration failed: {error}", "warning")
                 configured = None
             sources.append(("settings", configured))
-        settings, found = apply_all(Settings(), sources)
+        settings, found = apply_all(Options(), sources)
         problems += found
         previous, self.settings = self.settings, settings
         self.checker.configure(settings.maxConcurrentChecks or default_slots(),

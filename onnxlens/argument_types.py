@@ -19,11 +19,19 @@ def rule_list(text: str) -> list[str]:
 
 
 def seconds(text: str) -> float:
+    return float(_number(text, float, "a number of seconds", "timeoutSeconds"))  # nan, inf too
+
+
+def megabytes(text: str) -> int:
+    return int(_number(text, int, "a whole number of megabytes", "memoryLimitMB"))
+
+
+def _number(text: str, kind: type, what: str, setting: str) -> Any:
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    return float(checked("timeoutSeconds", value))  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+    return checked(setting, value)
 
 
 def checked(setting: str, value: Any) -> Any:
@@ -56,13 +64,6 @@ def category(text: str) -> str:
         raise argparse.ArgumentTypeError(f"a category is one word without spaces, not {text!r}")
     return value
 
-
-def megabytes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of megabytes: {text!r}") from None
-    return int(checked("memoryLimitMB", value))
 
 
 def job_count(text: str) -> int:

@@ -20,9 +20,7 @@ from exporter.report import (
     format_text,
     result_json,
 )
-from exporter.settings_schema import DEFAULT_EXCLUDE
 from exporter.source_files import might_have_targets, python_files_below
-from onnxlens.job_options import check_settings, limits
 from onnxlens.messages import (
     EXIT_ERRORS,
     EXIT_INTERRUPTED,
@@ -33,6 +31,7 @@ from onnxlens.messages import (
     warn_config,
     worker_unavailable,
 )
+from onnxlens.options import command_options, limits
 from onnxlens.outputs import check_output_path, write_atomically, write_step_summary
 
 
@@ -48,20 +47,19 @@ def check_command(args: argparse.Namespace) -> int:
     root = (args.root or find_root(args.paths[0])).resolve()
     config = load_config(root)
     warn_config(config)
-    excluded = [*(args.exclude or config.get("exclude", list(DEFAULT_EXCLUDE))),
-                *config.get("extend-exclude", []), *(args.extend_exclude or [])]
-    files = [path for path in python_files(args.paths, root, excluded, args.force_exclude)
+    options = command_options(args, config)
+    files = [path for path in python_files(args.paths, root, options.excluded,
+                                           args.force_exclude)
              if might_have_targets(path)]
     for output in (args.output, args.sarif_file):
         if output is not None:
             check_output_path(output, files)
-    severity = {**config.get("severity", {}), **(args.severity or {})}
-    timeout, memory = limits(args, config)
-    options = BatchOptions(root, check_settings(config), timeout, memory,
+    severity = options.severity
+    timeout, memory = limits(options)
+    batch_options = BatchOptions(root, options.export, timeout, memory,
                            args.jobs or os.cpu_count() or 1,
                            Shard(*args.shard) if args.shard else None)
-    select = args.select or config.get("select")
-    ignore = args.ignore or config.get("ignore")
+    select, ignore = options.select, options.ignore
     streaming = args.format == "text" and args.output is None
 
     def file_done(result: Any, targets: list[Any]) -> None:
@@ -76,7 +74,7 @@ def check_command(args: argparse.Namespace) -> int:
             print(format_findings(found), end="\n\n", flush=True)
 
     try:
-        batch = check_files(files, options, file_done)
+        batch = check_files(files, batch_options, file_done)
     except WorkerUnavailable as error:
         unavailable = worker_unavailable(error)
         if isinstance(unavailable, ToolchainMissing) and (

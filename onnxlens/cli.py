@@ -25,7 +25,6 @@ from onnxlens.argument_types import (
     size,
 )
 from onnxlens.check import check_command
-from onnxlens.job_options import add_limits
 from onnxlens.messages import (
     EXIT_ERRORS,
     EXIT_INTERRUPTED,
@@ -34,6 +33,7 @@ from onnxlens.messages import (
     UsageError,
     missing_package,
 )
+from onnxlens.options import add_limits
 from onnxlens.save_and_run import run_command, save_command
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,6 @@ from export_worker.outcomes import Limits
 from exporter.config import find_root, load_config
 from exporter.report import display_path, format_diagnostic, printable
 from exporter.targets import Target
-from onnxlens.job_options import check_settings, limits
 from onnxlens.messages import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -25,6 +24,7 @@ from onnxlens.messages import (
     warn_config,
     worker_unavailable,
 )
+from onnxlens.options import command_options, limits
 from onnxlens.outputs import check_output_path
 
 
@@ -57,8 +57,8 @@ def find_target(path: Path, name: str) -> Target:
     return target
 
 
-def single_job(args: argparse.Namespace, kind: JobKind,
-                **fields: Any) -> tuple[Target, JobEnd]:
+def single_job(args: argparse.Namespace, kind: JobKind, *, optimize: bool = True,
+               **fields: Any) -> tuple[Target, JobEnd]:
     """Run a save or run job on ``args.target``: the target and the job's outcome."""
     from export_worker.single_job import WorkerUnavailable, run_single_job
 
@@ -66,10 +66,11 @@ def single_job(args: argparse.Namespace, kind: JobKind,
     target = find_target(path, name)
     config = load_config(root)
     warn_config(config)
-    timeout, memory = limits(args, config)
+    options = command_options(args, config)
+    timeout, memory = limits(options)
     request = JobRequest(kind, str(path), str(root), name,
-                         settings=check_settings(config), timeout=timeout,
-                         memory_limit_mb=memory, **fields)
+                         settings=replace(options.export, optimize=optimize),
+                         timeout=timeout, memory_limit_mb=memory, **fields)
     try:
         # what the model prints (and the exporter's progress) goes to stderr: stdout
         # carries onnxlens's own output alone (``run --format json``)

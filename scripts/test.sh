@@ -14,7 +14,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${ONNXLENS_VENV:-$repo/.venv}"
 logs="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT  # a background step left running
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT  # a background step left running
 timings=()
 phase_done() { timings+=("$1 $(( SECONDS - phase_started )) s"); phase_started=$SECONDS; }
 phase_started=$SECONDS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,21 @@ def fixture_results(session):
             results[f"{workspace.name}/{path.name}"] = (workspace.resolve(),
                                                         session.check_file(path, workspace))
     return results
+
+
+def lsp_session_bytes() -> bytes:
+    """An LSP client's whole session on stdin: initialize, initialized, shutdown, exit."""
+    messages = (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"})
+    bodies = [json.dumps(message).encode() for message in messages]
+    return b"".join(b"Content-Length: %d\r\n\r\n" % len(body) + body for body in bodies)
+
+
+def lsp_bodies(stdout: bytes) -> list[dict[str, Any]]:
+    """The JSON bodies of a server's LSP messages on stdout."""
+    return [json.loads(part.split(b"\r\n\r\n", 1)[1])
+            for part in stdout.split(b"Content-Length: ")[1:]]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from exporter import __version__, versions
-from tests.conftest import REPO
+from tests.conftest import REPO, lsp_bodies, lsp_session_bytes
 
 _PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
 
@@ -76,22 +76,10 @@ def test_the_wheel_checks_a_copy_of_the_examples(installed: Path, tmp_path: Path
     assert targets["MLPModel"]["ok"] and targets["MNISTModel"]["ok"]
 
 
-def _lsp_message(payload: dict) -> bytes:
-    body = json.dumps(payload).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
 def test_the_wheel_starts_the_language_server(installed: Path, tmp_path: Path) -> None:
-    messages = b"".join(_lsp_message(m) for m in (
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"processId": None, "rootUri": None, "capabilities": {}}},
-        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
-        {"jsonrpc": "2.0", "method": "exit"}))
-    done = _run([str(installed / "onnxlens"), "lsp"], cwd=tmp_path, input=messages)
+    done = _run([str(installed / "onnxlens"), "lsp"], cwd=tmp_path, input=lsp_session_bytes())
     assert done.returncode == 0, done.stderr.decode()
-    bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1])
-              for part in done.stdout.split(b"Content-Length: ")[1:]]
+    bodies = lsp_bodies(done.stdout)
     initialized = next(body for body in bodies if body.get("id") == 1)
     assert initialized["result"]["serverInfo"] == {"name": "onnxlens", "version": __version__}
     assert {"id": 2, "jsonrpc": "2.0", "result": None} in bodies

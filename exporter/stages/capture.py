@@ -18,7 +18,7 @@ from exporter.diagnostics import Diagnostic, Location, Related
 from exporter.example_inputs import fresh_copy
 from exporter.locating import report_guard, stack_frames
 from exporter.source_map import Frame, Mapped, exception_frames
-from exporter.sourcetext import node_range, parse_python, source_lines
+from exporter.sourcetext import node_range, parse_python
 from exporter.stages import soundness
 from exporter.stages.base import StageFailed
 
@@ -154,7 +154,7 @@ def _forward_return(ctx: CheckContext) -> Location | None:
     if code is None:
         return None
     path = Path(code.co_filename)
-    lines = source_lines(path)
+    lines = ctx.sources.lines(path)
     try:
         tree = parse_python("\n".join(lines))
     except SyntaxError:

@@ -14,7 +14,6 @@ from exporter.context import CheckContext, Loaded
 from exporter.diagnostics import Location, Range
 from exporter.example_inputs import fresh_copy
 from exporter.source_map import exception_frames
-from exporter.sourcetext import read_source
 from exporter.stages.base import StageFailed
 from exporter.user_modules import ImportedFile, import_file
 
@@ -38,7 +37,7 @@ def run(ctx: CheckContext) -> None:
 
 def _import(ctx: CheckContext) -> ImportedFile:
     try:
-        imported = import_file(ctx.target.path, ctx.workspace)
+        imported = import_file(ctx.target.path, ctx.workspace, ctx.sources)
     except SyntaxError as error:
         ctx.report("ONNX002", f"Importing the module failed: {_describe(error)}",
                    _syntax_location(ctx, error))
@@ -143,7 +142,7 @@ def _plain_function(ctx: CheckContext, module: types.ModuleType) -> Any:
     if target.first_line != target.definition.start.line:
         return None  # decorated
     try:
-        code = compile(read_source(target.path), str(target.path), "exec")
+        code = compile(ctx.sources.read(target.path), str(target.path), "exec")
     except (SyntaxError, ValueError, OSError):
         return None
     for constant in code.co_consts:

@@ -73,7 +73,7 @@ def run(ctx: CheckContext) -> None:
     try:
         # weights="none": the optimizer folds constants, which needs their values
         torch_compat.finish_model(onnx_program, opset,
-                                    optimize=ctx.settings.optimize and not ctx.weightless,
+                                    optimize=ctx.defaults.optimize and not ctx.weightless,
                                     input_names=ctx.option("input_names"),
                                     output_names=ctx.option("output_names"))
     except Exception as error:
@@ -153,7 +153,7 @@ def _provenance(node: Any) -> list[str]:
 
 def requested_opset(ctx: CheckContext) -> int:
     """The pragma's opset, else the project's, else torch.onnx.export's default."""
-    opset = ctx.option("opset", ctx.settings.opset)
+    opset = ctx.option("opset", ctx.defaults.opset)
     return int(opset) if opset is not None else torch_compat.default_opset()
 
 
@@ -198,7 +198,7 @@ def _translate_publicly(ctx: CheckContext, opset: int) -> None:
         onnx_program = torch_compat.public_export(
             ctx.need_captured().program, (), {},
             # weights="none": the optimizer folds constants, which needs their values
-            optimize=ctx.settings.optimize and not ctx.weightless, opset_version=opset,
+            optimize=ctx.defaults.optimize and not ctx.weightless, opset_version=opset,
             custom_translation_table=ctx.option("custom_translation_table"),
             input_names=ctx.option("input_names"), output_names=ctx.option("output_names"),
         )

@@ -12,8 +12,8 @@ from dataclasses import fields
 
 import pytest
 
+from exporter.options import Options
 from exporter.settings_schema import BY_PYPROJECT, SETTINGS, is_excluded
-from lsp_server.settings import Settings
 from onnxlens.cli import main
 from tests.conftest import FIXTURES, REPO
 
@@ -21,8 +21,8 @@ EXTENSION = REPO / "vscode-extension"
 
 
 def test_the_servers_settings_are_the_schemas():
-    defaults = Settings()
-    assert [f.name for f in fields(Settings)] == [s.lsp for s in SETTINGS]
+    defaults = Options()
+    assert [f.name for f in fields(Options)] == [s.lsp for s in SETTINGS]
     for setting in SETTINGS:
         assert getattr(defaults, setting.lsp) == setting.default, setting.lsp
 

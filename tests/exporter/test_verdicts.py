@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from exporter.context import Settings
+from exporter.options import ExportOptions
 from exporter.session import ExportSession
 from exporter.weights_apart import split_weights
 
@@ -40,7 +40,7 @@ def test_tied_weights_are_clean(session):
 def test_tied_weights_are_clean_without_the_optimizer():
     """The translated model keeps the tied weight's second name as an unused initializer:
     it must not be handed to ONNX Runtime apart (it drops unused initializers first)."""
-    unoptimized = ExportSession(Settings(optimize=False))
+    unoptimized = ExportSession(ExportOptions(optimize=False))
     (target,) = _check(unoptimized, "tied_weights.py").targets
     assert _rules(target) == []
 

@@ -15,8 +15,9 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from export_worker.inputs import digest
-from export_worker.messages import CheckSettings, JobAnswer, JobDone, JobFailed, JobRequest
+from export_worker.messages import JobAnswer, JobDone, JobFailed, JobRequest
 from exporter import shortcuts
+from exporter.options import ExportOptions
 from lsp_server.reuse import ResultCache, installed_packages
 from tests.lsp.conftest import (
     SERVER,
@@ -65,8 +66,8 @@ def test_the_same_request_to_the_same_worker_reuses_the_result(root):
     {"text": "import helper\n# edited\n"},
     {"target": "Other"},
     {"file": "/elsewhere/model.py"},
-    {"settings": CheckSettings(opset=18)},
-    {"settings": CheckSettings(atol=1e-3)},
+    {"settings": ExportOptions(opset=18)},
+    {"settings": ExportOptions(atol=1e-3)},
     {"timeout": 5.0},
     {"memory_limit_mb": 1024},
 ], ids=lambda change: next(iter(change)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import MISSING, fields
 
-from lsp_server.settings import Settings
+from exporter.options import Options
 from tests.conftest import REPO
 
 CLIENT_ONLY = {"onnxlens.interpreter", "onnxlens.trace.server"}
@@ -25,12 +25,12 @@ def _default(field) -> object:
 def test_every_server_setting_is_declared_with_the_server_default():
     manifest = json.loads((REPO / "vscode-extension" / "package.json").read_text())
     properties = manifest["contributes"]["configuration"]["properties"]
-    for field in fields(Settings):
+    for field in fields(Options):
         key = _vscode_key(field.name)
         assert key in properties, f"{key} is missing from the extension's settings"
         assert properties[key]["default"] == _default(field), key
     declared = set(properties) - CLIENT_ONLY
-    assert declared == {_vscode_key(f.name) for f in fields(Settings)}
+    assert declared == {_vscode_key(f.name) for f in fields(Options)}
 
 
 def test_the_interpreter_is_restricted_in_untrusted_workspaces():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from onnxlens.cli import main
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import FIXTURES, REPO, lsp_bodies, lsp_session_bytes
 from tests.sarif_tools import validate_with_schema
 
 
@@ -322,28 +322,15 @@ def test_a_replaced_report_keeps_its_mode(tmp_path, monkeypatch):
     assert report.stat().st_mode & 0o777 == 0o600
 
 
-def _lsp_message(payload: dict) -> bytes:
-    body = json.dumps(payload).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
 def test_onnxlens_lsp_exits_0_after_shutdown_and_exit():
     """Issue "nothing lost, round 3", item 10: `onnxlens lsp` ended with a traceback and exit
     1 after `shutdown` + `exit` (the server closes stdout; `python -m lsp_server` exited 0)."""
-    messages = b"".join(_lsp_message(m) for m in (
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"processId": None, "rootUri": None, "capabilities": {}}},
-        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
-        {"jsonrpc": "2.0", "method": "exit"}))
-    done = subprocess.run([sys.executable, "-m", "onnxlens", "lsp"], input=messages,
+    done = subprocess.run([sys.executable, "-m", "onnxlens", "lsp"], input=lsp_session_bytes(),
                           capture_output=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr.decode()
     assert b"Traceback" not in done.stderr
-    bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1])
-              for part in done.stdout.split(b"Content-Length: ")[1:]]
-    assert {"id": 2, "jsonrpc": "2.0", "result": None} in bodies  # shutdown was answered
+    assert {"id": 2, "jsonrpc": "2.0", "result": None} in lsp_bodies(done.stdout)  # shutdown
 
 
 def test_escape_sequences_in_a_models_message_reach_no_terminal(tmp_path):

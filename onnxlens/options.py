@@ -1,0 +1,60 @@
+"""A command's options (``exporter.options.Options``, the type the server and the worker
+use too): the command line's defaults, then ``[tool.onnxlens]``, then the flags; and the
+flags of a job's limits."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import Any
+
+from exporter.config import ProjectConfig
+from exporter.options import Options, apply_all, from_pyproject
+from exporter.settings_schema import BY_LSP, SETTINGS
+from onnxlens.argument_types import megabytes, seconds
+
+#: where the command line's default differs from the editor's: a CI run may take longer, and
+#: has no memory limit (it checks models as big as the plain exporter can — the corpus's
+#: 300M-parameter torchvision models passed 4096 MB); 0 is "no limit" for both
+_COMMAND_LINE_DEFAULTS = {"timeoutSeconds": BY_LSP["timeoutSeconds"].cli_default,
+                          "memoryLimitMB": 0}
+#: flags that add to ``[tool.onnxlens]`` instead of replacing it
+_ADDED_TO_THE_PROJECTS = ("severity", "extendExclude")
+
+
+def add_limits(command: argparse.ArgumentParser, what: str) -> None:
+    """``--timeout`` and ``--memory-limit-mb``: the limits of each job process."""
+    command.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+                         help=f"stop {what} after this long: ONNX901 (default "
+                         f"{_COMMAND_LINE_DEFAULTS['timeoutSeconds']:g}, or `timeout` in "
+                         "[tool.onnxlens]; 0 = no limit)")
+    command.add_argument("--memory-limit-mb", type=megabytes, default=None, metavar="MB",
+                         help=f"stop {what} when its process uses more memory: ONNX903 "
+                         "(default: `memory-limit-mb` in [tool.onnxlens], else no limit)")
+
+
+def command_options(args: argparse.Namespace, config: ProjectConfig) -> Options:
+    """The options a command runs with: its defaults, ``[tool.onnxlens]`` (already checked
+    by ``load_config``), then each flag given (``--severity`` and ``--extend-exclude`` add to
+    the project's; the others replace)."""
+    options, _ = apply_all(replace(Options(), **_COMMAND_LINE_DEFAULTS),
+                           [("[tool.onnxlens]", from_pyproject(config.values))])
+    given: dict[str, Any] = {}
+    for setting in SETTINGS:
+        value = getattr(args, _destination(setting.cli), None) if setting.cli else None
+        if value is None:
+            continue
+        if setting.lsp in _ADDED_TO_THE_PROJECTS:
+            project = getattr(options, setting.lsp)
+            value = {**project, **value} if isinstance(project, dict) else [*project, *value]
+        given[setting.lsp] = value
+    return replace(options, **given)
+
+
+def limits(options: Options) -> tuple[float | None, int | None]:
+    """The timeout and the memory limit of each job (None: no limit)."""
+    return options.timeoutSeconds or None, options.memoryLimitMB or None
+
+
+def _destination(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
