@@ -28,6 +28,7 @@ def user_docs_text() -> str:
 # server's scheduling and presentation) runs on the primary torch only.
 EVERY_TORCH = frozenset({
     "tests/corpus/test_corpus.py",
+    "tests/export_worker/test_worker.py",
     "tests/exporter/test_cached_decomposition.py",
     "tests/exporter/test_fixture_diagnostics.py",
     "tests/exporter/test_session.py",
@@ -40,7 +41,6 @@ EVERY_TORCH = frozenset({
     "tests/exporter/test_weights_apart.py",
     "tests/lsp/test_toolchain.py",
     "tests/lsp/test_warm_imports.py",
-    "tests/lsp/test_worker.py",
     "tests/onnxlens/test_examples.py",
     "tests/onnxlens/test_readme_examples.py",
     "tests/onnxlens/test_save_and_run.py",

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from export_worker.messages import (
@@ -96,7 +95,7 @@ class _Worker:
 
     def check(self, job_id: str, workspace: str, target: str,
               timeout: float = 120) -> JobDone:
-        folder = Path(__file__).parent / "fixtures" / workspace
+        folder = REPO / "tests" / "lsp" / "fixtures" / workspace  # shared with the server tests
         self.send(JobRequest("check", str(folder / "model.py"), str(folder), target,
                              timeout=timeout, id=job_id))
         answer = self.receive()
