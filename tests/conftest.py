@@ -153,3 +153,12 @@ def lsp_bodies(stdout: bytes) -> list[dict[str, Any]]:
     """The JSON bodies of a server's LSP messages on stdout."""
     return [json.loads(part.split(b"\r\n\r\n", 1)[1])
             for part in stdout.split(b"Content-Length: ")[1:]]
+
+
+def process_exists(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -209,14 +209,6 @@ def record_publishes(client: LanguageClient) -> list[types.PublishDiagnosticsPar
     return publishes
 
 
-def process_exists(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def child_processes(pid: int) -> list[int]:
     children = []
     try:

@@ -16,14 +16,13 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.conftest import REPO
+from tests.conftest import REPO, process_exists
 from tests.lsp.conftest import (
     SERVER,
     change_and_save,
     close_file,
     diagnostics_for,
     open_file,
-    process_exists,
     server_status,
     session,
     spans,

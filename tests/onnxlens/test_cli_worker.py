@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from onnxlens.cli import main
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import FIXTURES, REPO, process_exists
 from tests.warm_side_effects import python_path_with
 from tests.warm_side_effects import workspace as side_effect_workspace
 
@@ -235,14 +235,6 @@ def _pid_in(path: Path) -> int:
     return int(path.read_text())
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_a_job_ends_with_its_process_and_takes_its_descendants_with_it(tmp_path):
     """Item 4: a module that leaves a child (and a grandchild in a session of its own)
     running kept the job's answer pipe open: a false ONNX901 at the timeout, and with
@@ -255,7 +247,7 @@ def test_a_job_ends_with_its_process_and_takes_its_descendants_with_it(tmp_path)
     assert report["diagnostics"] == []
     assert [(t["name"], t["ok"]) for t in report["targets"]] == [("LeavesChildren", True)]
     for name in ("child.pid", "grandchild.pid"):
-        assert not _alive(_pid_in(tmp_path / name)), name
+        assert not process_exists(_pid_in(tmp_path / name)), name
 
 
 def test_the_memory_limit_counts_what_a_job_started(tmp_path):
