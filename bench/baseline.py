@@ -18,7 +18,7 @@ from typing import Any
 def load(spec: str) -> tuple[Any, tuple, dict, Any]:
     import torch
 
-    from exporter.session import ExportSession
+    from exporter.pipeline.session import ExportSession
 
     file, _, name = spec.rpartition("::")
     session = ExportSession()

@@ -29,20 +29,20 @@ DEFAULT = [f"{REPO}/examples/mlp.py::MLPModel", f"{REPO}/examples/mnist.py::MNIS
 # (module, function, label): every call is timed; indented labels are parts of a stage.
 PARTS = [
     ("export_worker.jobs", "run_job", "the whole job"),
-    ("exporter.stages.load", "_build", "  build the model"),
-    ("exporter.stages.load", "_eager_forward", "  eager forward"),
-    ("exporter.torch_compat", "decompose", "  decompose"),
-    ("exporter.speedups", "_valid_cia_ops", "    find the CIA operators"),
+    ("exporter.pipeline.stages.load", "_build", "  build the model"),
+    ("exporter.pipeline.stages.load", "_eager_forward", "  eager forward"),
+    ("exporter.toolchain.torch_compat", "decompose", "  decompose"),
+    ("exporter.toolchain.speedups", "_valid_cia_ops", "    find the CIA operators"),
     ("torch.export.exported_program", "_split_decomp_table_to_cia_and_python_decomp",
      "    split the decomposition table"),
     ("torch.export._unlift", "_unlift_exported_program_lifted_states", "    unlift"),
     ("torch.export._trace", "_export_to_aten_ir", "    AOT re-trace"),
     ("torch.onnx._internal.exporter._fx_passes", "insert_type_promotion_nodes",
      "    type promotion"),
-    ("exporter.torch_compat", "translate", "  translate to ONNX"),
-    ("exporter.torch_compat", "finish_model", "  opset conversion and optimizer"),
-    ("exporter.stages.translate", "_finish", "  ONNX proto and summary"),
-    ("exporter.ort_runner", "create_session", "  ORT session (fresh fork: + import)"),
+    ("exporter.toolchain.torch_compat", "translate", "  translate to ONNX"),
+    ("exporter.toolchain.torch_compat", "finish_model", "  opset conversion and optimizer"),
+    ("exporter.pipeline.stages.translate", "_finish", "  ONNX proto and summary"),
+    ("exporter.pipeline.ort_runner", "create_session", "  ORT session (fresh fork: + import)"),
 ]
 # Context managers: the time of entering and leaving them.
 CONTEXTS = [("torch.export.exported_program", "_override_composite_implicit_decomp",
@@ -88,7 +88,7 @@ def _timed_context(function: Callable[..., Any], label: str, totals: dict[str, f
 def instrument(totals: dict[str, float]) -> None:
     from dataclasses import replace
 
-    from exporter import pipeline
+    from exporter.pipeline import runner as pipeline
 
     pipeline.STAGES = tuple(replace(stage, run=_timed(stage.run, stage.name, totals))
                             for stage in pipeline.STAGES)

@@ -515,7 +515,7 @@ def _many_targets(workspace: Path) -> list[tuple[Path, str]]:
     """PyTorch's ExportDB examples, this project's examples and the real models: ~50
     targets, each file on its own (as a repository of model files)."""
     sys.path.insert(0, str(REPO))
-    from exporter.session import ExportSession
+    from exporter.pipeline.session import ExportSession
     from tests.corpus.corpus import materialize_exportdb
 
     session = ExportSession()
@@ -599,7 +599,7 @@ def bench_scaling(repeats: int, depths: list[int],
     sys.path.insert(0, str(BENCH))
     from baseline import export_and_run
 
-    from exporter.session import ExportSession
+    from exporter.pipeline.session import ExportSession
 
     session = ExportSession()
     session.warm_up()

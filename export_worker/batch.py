@@ -1,6 +1,6 @@
 """``onnxlens check`` on the worker: every target in its own fork, ``jobs`` at a time.
 
-Targets are found in this process (``exporter.targets`` reads the source, it imports
+Targets are found in this process (``exporter.source.targets`` reads the source, it imports
 nothing); each one is checked by a job of the warm worker, so a crash, an ``os._exit``, a
 native endless loop or a memory hog costs that target only (``export_worker.outcomes``).
 A file's results are handed on as soon as it and every file before it are done: the report
@@ -22,10 +22,10 @@ from typing import Any
 from export_worker.client import WorkerClient, WorkerUnavailable
 from export_worker.messages import JobRequest, Ready
 from export_worker.outcomes import Limits, target_result
-from exporter.options import ExportOptions
-from exporter.result import CheckResult, TargetResult
-from exporter.sourcetext import decoding_problem, read_source
-from exporter.targets import Target, discover
+from exporter.config.options import ExportOptions
+from exporter.findings.result import CheckResult, TargetResult
+from exporter.source.targets import Target, discover
+from exporter.source.text import decoding_problem, read_source
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ What it deliberately ignores, because no check can observe it:
 * config modules, loggers and ``sys.modules`` names that first appear with the import:
   they start with their defaults, as in a check that imports them;
 * other warnings filters: every stage runs under ``warnings.simplefilter("ignore")``
-  (``exporter/pipeline.py``), and what a warning says is never part of a verdict;
+  (``exporter/pipeline/runner.py``), and what a warning says is never part of a verdict;
 * logging handlers, formatters and the levels of other libraries' loggers (transformers
   configures its own): they change what is printed, which a job sends to stderr;
 * caches (``sys.path_importer_cache``, linecache, ``functools`` caches) and

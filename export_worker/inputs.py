@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from exporter.source_map import is_library_path
+from exporter.source.traces import is_library_path
 
 # The operating system's files: read by the toolchain (e.g. /etc/os-release), never by models.
 _SYSTEM_ROOTS = ("/proc/", "/sys/", "/dev/", "/etc/", "/usr/", "/lib/", "/lib64/", "/run/")

@@ -13,11 +13,11 @@ from typing import Any
 
 from export_worker.inputs import InputRecorder
 from export_worker.messages import JobAnswer, JobRequest
-from exporter.context import CheckContext
-from exporter.result import CheckResult, TargetResult
-from exporter.serialize import diagnostic_to_data, result_to_data
-from exporter.session import ExportSession
-from exporter.sourcetext import Sources
+from exporter.findings.result import CheckResult, TargetResult
+from exporter.pipeline.context import CheckContext
+from exporter.pipeline.session import ExportSession
+from exporter.reports.serialize import diagnostic_to_data, result_to_data
+from exporter.source.text import Sources
 
 #: the stages whose findings a check with ``progress`` reports as soon as they end
 EARLY_STAGES = ("capture", "translate")
@@ -57,8 +57,8 @@ def run_job(session: ExportSession, request: JobRequest,
 
 
 def _save(context: CheckContext, result: CheckResult, request: JobRequest) -> JobAnswer:
-    from exporter.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, save_model
-    from exporter.files import UnsafePathError
+    from exporter.pipeline.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, save_model
+    from exporter.reports.writing import UnsafePathError
 
     errors = [diagnostic_to_data(d) for d in result.diagnostics if d.severity == "error"]
     if context.translated is None or context.weightless:
@@ -76,7 +76,7 @@ def _save(context: CheckContext, result: CheckResult, request: JobRequest) -> Jo
 
 
 def _run(context: CheckContext, target_result: TargetResult, request: JobRequest) -> JobAnswer:
-    from exporter.run_report import build_run_report, format_run_report
+    from exporter.pipeline.run_report import build_run_report, format_run_report
 
     try:
         report = build_run_report(context, target_result,

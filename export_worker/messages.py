@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from exporter.options import ExportOptions
+from exporter.config.options import ExportOptions
 
 JobKind = Literal["check", "save", "run"]
 #: why a job has no answer: killed at its deadline, past its memory limit, its process died,
@@ -68,7 +68,7 @@ class Shutdown:
 class Ready:
     pid: int
     seconds: float
-    toolchain: dict[str, Any]  # exporter.toolchain.ToolchainStatus.to_json()
+    toolchain: dict[str, Any]  # exporter.toolchain.status.ToolchainStatus.to_json()
     warnings: list[str] = field(default_factory=list)  # e.g. unknown names in ONNXLENS_* vars
 
 
@@ -83,14 +83,14 @@ class Missing:
 class JobAnswer:
     """What a job process computed (which fields are set depends on the job's kind)."""
 
-    result: dict[str, Any] | None = None  # check: exporter.serialize.result_to_data
+    result: dict[str, Any] | None = None  # check: exporter.reports.serialize.result_to_data
     inputs: dict[str, Any] | None = None  # check with record_inputs; None: not reusable
     error: str | None = None  # the job could not do what was asked
     internal: bool = False  # ... because of an onnxlens bug
     saved: bool = False
     written: list[str] = field(default_factory=list)
     diagnostics: list[dict[str, Any]] = field(default_factory=list)  # save/run: the errors
-    report: dict[str, Any] | None = None  # run: exporter.run_report
+    report: dict[str, Any] | None = None  # run: exporter.pipeline.run_report
     markdown: str | None = None
     #: installed top-level packages the job imported that the worker had not (warm_imports)
     library_imports: list[str] = field(default_factory=list)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from export_worker.messages import JobDone, JobFailed, JobOutcome
-from exporter.diagnostics import Diagnostic, Location
-from exporter.result import StageState, StageStatus, TargetResult
-from exporter.serialize import result_from_data
-from exporter.targets import Target
+from exporter.findings.diagnostics import Diagnostic, Location
+from exporter.findings.result import StageState, StageStatus, TargetResult
+from exporter.reports.serialize import result_from_data
+from exporter.source.targets import Target
 
 
 @dataclass(frozen=True)

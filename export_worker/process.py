@@ -131,7 +131,7 @@ class Worker:
         self.buffer = bytearray()
         self.use_spare = spare
         self.spare: Spare | None = None
-        from exporter import shortcuts
+        from exporter.toolchain import shortcuts
 
         self.warm_imports = WarmImports(shortcuts.enabled("warm-imports"))
         self.exit_status = 0
@@ -151,7 +151,7 @@ class Worker:
         # A job's models draw their random weights from the state a fresh Python process
         # starts with, as the plain exporter run by hand would (the warm-up draws too).
         fresh_random_state = torch.random.get_rng_state()
-        from exporter.session import ExportSession
+        from exporter.pipeline.session import ExportSession
 
         _no_tqdm_monitor()
         self.session = ExportSession()
@@ -161,9 +161,9 @@ class Worker:
         # What exists now lives as long as the worker: out of the collector's reach, a job's
         # full collection does not traverse it (nor copy its pages).
         gc.freeze()
-        from exporter import shortcuts, toolchain, torch_compat
+        from exporter.toolchain import shortcuts, status, torch_compat
 
-        self.toolchain = toolchain.current().to_json()
+        self.toolchain = status.current().to_json()
         warnings = [f"{shortcuts.ENVIRONMENT_VARIABLE} names no shortcut {name!r} (known: "
                     f"{', '.join(shortcuts.SHORTCUTS)})" for name in shortcuts.unknown_names()]
         warnings += [f"{torch_compat.ENVIRONMENT_VARIABLE} names no capability {name!r} "
@@ -507,7 +507,7 @@ JOB_GC_THRESHOLD = (50_000, 20, 20)
 def _import_job_modules() -> None:
     """What a job imports (≈0.1 s in every job otherwise)."""
     import export_worker.jobs  # noqa: F401 - the job runner, result serialization
-    import exporter.pipeline  # noqa: F401 - the stages, onnx's checker
+    import exporter.pipeline.runner  # noqa: F401 - the stages, onnx's checker
 
 
 def warm_spare(session: Any) -> None:

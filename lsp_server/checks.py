@@ -12,13 +12,13 @@ from typing import Any, Protocol
 
 from export_worker.messages import JobKind, JobOutcome, JobRequest
 from export_worker.outcomes import JobCancelled, Limits, target_result
-from exporter.diagnostics import Diagnostic, merge_duplicates
-from exporter.options import Options
-from exporter.result import CheckResult, TargetResult
-from exporter.serialize import result_from_data
-from exporter.sourcetext import decoding_problem, split_lines
-from exporter.suppressions import apply_suppressions
-from exporter.targets import Target
+from exporter.config.options import Options
+from exporter.findings.diagnostics import Diagnostic, merge_duplicates
+from exporter.findings.result import CheckResult, TargetResult
+from exporter.reports.serialize import result_from_data
+from exporter.source.suppressions import apply_suppressions
+from exporter.source.targets import Target
+from exporter.source.text import decoding_problem, split_lines
 from lsp_server.admission import UNMEASURED_CHECK_MB, CheckQueue, Focus, Priority
 from lsp_server.convert import path_of
 from lsp_server.discovery import TargetDiscovery

@@ -11,8 +11,8 @@ from typing import Any
 from lsprotocol import types
 
 from export_worker.messages import JobDone, JobKind, JobOutcome, JobRequest
-from exporter.serialize import diagnostic_from_data
-from exporter.targets import Target
+from exporter.reports.serialize import diagnostic_from_data
+from exporter.source.targets import Target
 from lsp_server import features
 from lsp_server.progress import with_progress
 from lsp_server.server import OnnxLensServer

@@ -9,9 +9,9 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
-from exporter.diagnostics import Diagnostic, Range
-from exporter.rules import RULES, Severity
-from exporter.serialize import range_to_data
+from exporter.findings.diagnostics import Diagnostic, Range
+from exporter.findings.rules import RULES, Severity
+from exporter.reports.serialize import range_to_data
 from lsp_server.client_support import ClientSupport
 
 _SEVERITY = {Severity.ERROR: types.DiagnosticSeverity.Error,

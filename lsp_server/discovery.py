@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pygls.workspace import TextDocument
 
-from exporter.sourcetext import read_source, source_lines, split_lines
-from exporter.targets import Discovery, Target, discover
+from exporter.source.targets import Discovery, Target, discover
+from exporter.source.text import read_source, source_lines, split_lines
 from lsp_server.convert import path_of, path_uri
 
 log = logging.getLogger(__name__)

@@ -7,8 +7,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from exporter.source_files import might_have_targets
-from exporter.sourcetext import UnreadableSource, read_source
+from exporter.source.files import might_have_targets
+from exporter.source.text import UnreadableSource, read_source
 from lsp_server.convert import path_of
 from lsp_server.server import OnnxLensServer
 

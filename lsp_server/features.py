@@ -8,9 +8,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from exporter.result import StageState, TargetResult
-from exporter.suppressions import UNUSED_RULE, with_rule_added
-from exporter.targets import Target
+from exporter.findings.result import StageState, TargetResult
+from exporter.source.suppressions import UNUSED_RULE, with_rule_added
+from exporter.source.targets import Target
 from lsp_server.convert import PositionConverter
 
 _STATE_MARKS = {StageState.PASSED: "✓", StageState.FAILED: "✗", StageState.SKIPPED: "–"}
@@ -140,7 +140,7 @@ def _edit(uri: str, range_: types.Range, text: str) -> types.TextEdit:
 
 def _fix_actions(uri: str, diagnostic: types.Diagnostic, positions: PositionConverter,
                  path: Any) -> list[types.CodeAction]:
-    from exporter.serialize import range_from_data
+    from exporter.reports.serialize import range_from_data
 
     data = diagnostic.data or {}
     actions = []
@@ -204,7 +204,7 @@ def translation_stub_action(uri: str, diagnostic: types.Diagnostic, target: Targ
 def ignore_action(uri: str, diagnostic: types.Diagnostic, lines: list[str],
                   positions: PositionConverter, path: Any) -> types.CodeAction | None:
     """"Ignore ONNX201 on this line": an ``# onnxlens: ignore[...]`` comment on the line the
-    finding is reported at (exporter/suppressions.py), added to one that is already there."""
+    finding is reported at (exporter/source/suppressions.py), added to one that is already there."""
     rule = str(diagnostic.code or "")
     number = diagnostic.range.start.line
     if not rule.startswith("ONNX") or rule == UNUSED_RULE or not 0 <= number < len(lines):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from export_worker.inputs import digest
 from export_worker.messages import JobDone, JobOutcome, JobRequest
-from exporter import shortcuts
+from exporter.toolchain import shortcuts
 
 
 class ResultCache:

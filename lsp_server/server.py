@@ -19,15 +19,15 @@ from pygls.protocol import LanguageServerProtocol
 
 from export_worker.messages import JobKind, JobRequest
 from exporter import __version__
-from exporter.config import find_root, load_config
-from exporter.diagnostics import Diagnostic
-from exporter.files import write_text_atomically
-from exporter.options import Options, apply_all, from_pyproject
-from exporter.report import apply_severity, filter_rules
-from exporter.result import CheckResult
-from exporter.settings_schema import is_excluded
-from exporter.sourcetext import read_source
-from exporter.targets import Target
+from exporter.config.options import Options, apply_all, from_pyproject
+from exporter.config.pyproject import find_root, load_config
+from exporter.config.schema import is_excluded
+from exporter.findings.diagnostics import Diagnostic
+from exporter.findings.result import CheckResult
+from exporter.reports.render import apply_severity, filter_rules
+from exporter.reports.writing import write_text_atomically
+from exporter.source.targets import Target
+from exporter.source.text import read_source
 from lsp_server.admission import Focus, default_budget_mb, default_slots
 from lsp_server.checks import Checker
 from lsp_server.client_support import ClientSupport
@@ -256,7 +256,7 @@ class OnnxLensServer(LanguageServer):
                 self.log(f"cannot write SARIF to {directory}: {error}", "warning")
 
     def write_sarif(self, destination: Path) -> Path:
-        from exporter.sarif import sarif_dict
+        from exporter.reports.sarif import sarif_dict
 
         result = CheckResult(file_diagnostics=self.store.all())
         root = self.root or destination.parent
@@ -279,7 +279,7 @@ class OnnxLensServer(LanguageServer):
 
     def workspace_files(self) -> list[Path]:
         """The files in the workspace that may hold targets, without the excluded ones."""
-        from exporter.source_files import might_have_targets, python_files_below
+        from exporter.source.files import might_have_targets, python_files_below
 
         if self.root is None:
             return []

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from exporter.diagnostics import Diagnostic
-from exporter.result import TargetResult
+from exporter.findings.diagnostics import Diagnostic
+from exporter.findings.result import TargetResult
 
 
 @dataclass

@@ -7,7 +7,7 @@ import argparse
 import re
 from typing import Any
 
-from exporter.rules import RULES
+from exporter.findings.rules import RULES
 
 
 def rule_list(text: str) -> list[str]:
@@ -36,7 +36,7 @@ def _number(text: str, kind: type, what: str, setting: str) -> Any:
 
 def checked(setting: str, value: Any) -> Any:
     """``value`` as the settings schema takes it, or the schema's reason as a usage error."""
-    from exporter.settings_schema import BY_LSP
+    from exporter.config.schema import BY_LSP
 
     checked, problem = BY_LSP[setting].check(value)
     if problem:

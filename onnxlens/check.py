@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from exporter.config import find_root, load_config
-from exporter.report import (
+from exporter.config.pyproject import find_root, load_config
+from exporter.reports.render import (
     apply_severity,
     display_path,
     filter_rules,
@@ -20,7 +20,7 @@ from exporter.report import (
     format_text,
     result_json,
 )
-from exporter.source_files import might_have_targets, python_files_below
+from exporter.source.files import might_have_targets, python_files_below
 from onnxlens.messages import (
     EXIT_ERRORS,
     EXIT_INTERRUPTED,
@@ -65,8 +65,8 @@ def check_command(args: argparse.Namespace) -> int:
     def file_done(result: Any, targets: list[Any]) -> None:
         """Apply the file's suppression comments; text on stdout: each file's findings as
         soon as it and the files before it are checked (the summary follows at the end)."""
-        from exporter.sourcetext import source_lines
-        from exporter.suppressions import apply_suppressions
+        from exporter.source.suppressions import apply_suppressions
+        from exporter.source.text import source_lines
 
         result.file_diagnostics += apply_suppressions(result, targets, source_lines)
         found = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
@@ -115,8 +115,8 @@ def python_files(paths: list[Path], root: Path, excluded: list[str],
     ``exclude``/``extend-exclude`` glob matches (relative to the root, as ruff does; a file
     named on the command line is checked even when a glob matches it, unless
     ``force_exclude``: pre-commit names every changed file)."""
-    from exporter.settings_schema import is_excluded
-    from exporter.sourcetext import special_kind
+    from exporter.config.schema import is_excluded
+    from exporter.source.text import special_kind
 
     files: list[Path] = []
     for path in paths:
@@ -140,8 +140,8 @@ def report_missing_toolchain(args: argparse.Namespace, files: list[Path], root: 
                               error: ToolchainMissing) -> None:
     """A JSON or SARIF report holding ONNX904 (at the first file), so that CI reading the
     report sees why nothing was checked; the error itself still ends the run (exit 2)."""
-    from exporter.diagnostics import Diagnostic, Location, Range
-    from exporter.result import CheckResult
+    from exporter.findings.diagnostics import Diagnostic, Location, Range
+    from exporter.findings.result import CheckResult
 
     message = str(error).removeprefix("ONNX904: ")
     diagnostic = Diagnostic("ONNX904", message[:1].upper() + message[1:],
@@ -170,9 +170,9 @@ def render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
             report["toolchain"] = toolchain
         return json.dumps(report, indent=2) + "\n"
     if report_format == "sarif":
-        from exporter.diagnostics import sort_key
-        from exporter.result import CheckResult
-        from exporter.sarif import DEFAULT_CATEGORY, sarif_dict
+        from exporter.findings.diagnostics import sort_key
+        from exporter.findings.result import CheckResult
+        from exporter.reports.sarif import DEFAULT_CATEGORY, sarif_dict
 
         filtered = CheckResult(files=result.files,
                                file_diagnostics=sorted(diagnostics, key=sort_key))
@@ -182,7 +182,7 @@ def render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
         return json.dumps(sarif_dict(filtered, root, absolute_root=args.absolute_paths,
                                      category=category), indent=2) + "\n"
     if report_format == "github":
-        from exporter.github import workflow_commands
+        from exporter.reports.github import workflow_commands
 
         return workflow_commands(diagnostics) + format_summary(result, diagnostics)
     return format_text(result, diagnostics)

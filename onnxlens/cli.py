@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter import __version__
-from exporter.rules import RULES
+from exporter.findings.rules import RULES
 from onnxlens.argument_types import (
     category,
     glob_list,
@@ -148,11 +148,11 @@ class _VersionAction(argparse.Action):
                  values: Any, option_string: str | None = None) -> None:
         print(f"onnxlens {__version__}")
         try:
-            from exporter import toolchain
-            from exporter.session import ExportSession
+            from exporter.pipeline.session import ExportSession
+            from exporter.toolchain import status
 
             ExportSession().probe_toolchain()
-            print(toolchain.current().describe())
+            print(status.current().describe())
         except ImportError as error:
             print(f"export toolchain: not importable ({error})")
         parser.exit()
@@ -160,7 +160,7 @@ class _VersionAction(argparse.Action):
 
 def _rule(args: argparse.Namespace) -> int:
     """``onnxlens rule ONNX201``: the page installed with onnxlens; ``--all``: the catalog."""
-    from exporter.rules import rule_page
+    from exporter.findings.rules import rule_page
 
     if args.all:
         for rule in RULES.values():

@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from exporter import versions
-from exporter.config import ProjectConfig
+from exporter.config.pyproject import ProjectConfig
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # SIGINT or SIGTERM: the report holds what was checked before

@@ -1,4 +1,4 @@
-"""A command's options (``exporter.options.Options``, the type the server and the worker
+"""A command's options (``exporter.config.options.Options``, the type the server and the worker
 use too): the command line's defaults, then ``[tool.onnxlens]``, then the flags; and the
 flags of a job's limits."""
 
@@ -8,9 +8,9 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from exporter.config import ProjectConfig
-from exporter.options import Options, apply_all, from_pyproject
-from exporter.settings_schema import BY_LSP, SETTINGS
+from exporter.config.options import Options, apply_all, from_pyproject
+from exporter.config.pyproject import ProjectConfig
+from exporter.config.schema import BY_LSP, SETTINGS
 from onnxlens.argument_types import megabytes, seconds
 
 #: where the command line's default differs from the editor's: a CI run may take longer, and

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from exporter.report import display_path
+from exporter.reports.render import display_path
 from onnxlens.messages import UsageError
 
 
 def write_atomically(path: Path, text: str) -> None:
-    from exporter.files import UnsafePathError, write_text_atomically
+    from exporter.reports.writing import UnsafePathError, write_text_atomically
 
     try:
         write_text_atomically(path, text)
@@ -27,7 +27,7 @@ def check_output_path(path: Path, inputs: list[Path], *, stream_ok: bool = True)
     work is lost): one that is an input of the run (a checked source file), one that is not a
     regular file (a device or a pipe is written to as a stream when ``stream_ok``, never
     replaced), and one in a directory where no file can be created."""
-    from exporter.files import UnsafePathError, check_writable, is_stream, output_path
+    from exporter.reports.writing import UnsafePathError, check_writable, is_stream, output_path
 
     try:
         output_path(path, stream_ok=stream_ok)
@@ -44,7 +44,7 @@ def check_output_path(path: Path, inputs: list[Path], *, stream_ok: bool = True)
 
 def write_step_summary(diagnostics: list[Any], summary: str) -> None:
     """GitHub Actions: every finding in the step summary (annotations stop at 10 a kind)."""
-    from exporter.github import append_step_summary, step_summary
+    from exporter.reports.github import append_step_summary, step_summary
 
     destination = os.environ.get("GITHUB_STEP_SUMMARY")
     if not destination:

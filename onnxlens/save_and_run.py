@@ -13,9 +13,9 @@ from typing import Any
 
 from export_worker.messages import JobAnswer, JobDone, JobKind, JobOutcome, JobRequest
 from export_worker.outcomes import Limits
-from exporter.config import find_root, load_config
-from exporter.report import display_path, format_diagnostic, printable
-from exporter.targets import Target
+from exporter.config.pyproject import find_root, load_config
+from exporter.reports.render import display_path, format_diagnostic, printable
+from exporter.source.targets import Target
 from onnxlens.messages import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -40,8 +40,8 @@ def resolve_target(spec: str, root_option: Path | None) -> tuple[Path, str, Path
 
 def find_target(path: Path, name: str) -> Target:
     """The target ``name`` of ``path``, found statically (nothing of the file runs here)."""
-    from exporter.sourcetext import decoding_problem, read_source
-    from exporter.targets import discover
+    from exporter.source.targets import discover
+    from exporter.source.text import decoding_problem, read_source
 
     problem = decoding_problem(path)
     if problem is not None:
@@ -96,7 +96,7 @@ class JobEnd:
     def print_problems(self, target: Target) -> None:
         """The errors the job found, or the ONNX90x diagnostic of a job that did not end."""
         from export_worker.outcomes import target_result
-        from exporter.serialize import diagnostic_from_data
+        from exporter.reports.serialize import diagnostic_from_data
 
         if self.answer is None:
             diagnostics = target_result(target, self.outcome, self.limits).diagnostics

@@ -29,16 +29,16 @@ def user_docs_text() -> str:
 EVERY_TORCH = frozenset({
     "tests/corpus/test_corpus.py",
     "tests/export_worker/test_worker.py",
-    "tests/exporter/test_cached_decomposition.py",
-    "tests/exporter/test_fixture_diagnostics.py",
-    "tests/exporter/test_session.py",
-    "tests/exporter/test_shortcuts.py",
-    "tests/exporter/test_soundness.py",
-    "tests/exporter/test_source_map.py",
-    "tests/exporter/test_speedups.py",
-    "tests/exporter/test_torch_compat.py",
-    "tests/exporter/test_verdicts.py",
-    "tests/exporter/test_weights_apart.py",
+    "tests/exporter/pipeline/test_fixture_diagnostics.py",
+    "tests/exporter/pipeline/test_session.py",
+    "tests/exporter/pipeline/test_soundness.py",
+    "tests/exporter/pipeline/test_verdicts.py",
+    "tests/exporter/pipeline/test_weights_apart.py",
+    "tests/exporter/source/test_traces.py",
+    "tests/exporter/toolchain/test_cached_decomposition.py",
+    "tests/exporter/toolchain/test_shortcuts.py",
+    "tests/exporter/toolchain/test_speedups.py",
+    "tests/exporter/toolchain/test_torch_compat.py",
     "tests/lsp/test_toolchain.py",
     "tests/lsp/test_warm_imports.py",
     "tests/onnxlens/test_examples.py",
@@ -49,7 +49,9 @@ EVERY_TORCH = frozenset({
 
 # Modules that share an expensive session fixture run in one pytest-xdist process: each key
 # runs where its value runs (``fixture_results`` checks every fixture file).
-_SAME_PROCESS = {"tests/exporter/test_sarif.py": "tests/exporter/test_fixture_diagnostics.py"}
+_SAME_PROCESS = {
+    "tests/exporter/reports/test_sarif.py": "tests/exporter/pipeline/test_fixture_diagnostics.py",
+}
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -119,7 +121,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def session():
-    from exporter.session import ExportSession
+    from exporter.pipeline.session import ExportSession
 
     export_session = ExportSession()
     export_session.warm_up()

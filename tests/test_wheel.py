@@ -38,7 +38,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (wheel,) = (home / "dist").glob("onnxlens-*.whl")
     assert wheel.name.startswith(f"onnxlens-{__version__}-")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "onnxlens/cli.py" in names and "exporter/rule_docs/ONNX201.md" in names
+    assert "onnxlens/cli.py" in names and "exporter/findings/rule_docs/ONNX201.md" in names
     assert not [name for name in names if name.startswith(("tests/", "bench/", "examples/"))]
 
     venv = home / "venv"

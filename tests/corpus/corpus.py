@@ -82,7 +82,7 @@ class Corpus:
 
 
 def _described(path: Path, source: str, root: Path) -> CorpusFile | None:
-    from exporter.targets import discover
+    from exporter.source.targets import discover
 
     text = path.read_text(encoding="utf-8")
     if "onnx-export" not in text and "ExportableModule" not in text:

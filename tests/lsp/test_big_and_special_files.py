@@ -13,7 +13,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from exporter.sourcetext import MAX_SOURCE_BYTES
+from exporter.source.text import MAX_SOURCE_BYTES
 from tests.lsp.conftest import (
     SERVER,
     command,

@@ -9,9 +9,9 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from exporter.report import OFF_BY_DEFAULT
+from exporter.reports.render import OFF_BY_DEFAULT
 from tests.conftest import FIXTURES
-from tests.exporter.test_fixture_diagnostics import EXPECTED as EXPORTER_EXPECTED
+from tests.exporter.pipeline.test_fixture_diagnostics import EXPECTED as EXPORTER_EXPECTED
 from tests.lsp.conftest import close_file, diagnostics_for, open_file, spans, units, uri_of
 
 E, W = 1, 2

@@ -16,8 +16,8 @@ from pytest_lsp import LanguageClient
 
 from export_worker.inputs import digest
 from export_worker.messages import JobAnswer, JobDone, JobFailed, JobRequest
-from exporter import shortcuts
-from exporter.options import ExportOptions
+from exporter.config.options import ExportOptions
+from exporter.toolchain import shortcuts
 from lsp_server.reuse import ResultCache, installed_packages
 from tests.lsp.conftest import (
     SERVER,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exporter.diagnostics import Diagnostic, Location, Range
+from exporter.findings.diagnostics import Diagnostic, Location, Range
 from lsp_server.store import DiagnosticsStore, group_by_file
 
 MODEL, HELPER, OTHER = "file:///ws/model.py", "file:///ws/helper.py", "file:///ws/other.py"

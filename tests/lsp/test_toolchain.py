@@ -12,7 +12,7 @@ import torch
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from exporter import torch_compat
+from exporter.toolchain import torch_compat
 from tests.lsp.conftest import (
     SERVER,
     diagnostics_for,

@@ -131,7 +131,7 @@ async def test_bad_settings_are_named_and_defaults_used(misconfigured: LanguageC
 def test_numbers_must_be_finite_and_bounded(name, value, problem):
     """A NaN deadline never fires; 1e12 s or 1e8 MB is no limit at all (issue "nothing
     lost"). JSON from a client may carry NaN (Python's parser takes it)."""
-    from exporter.options import Options, apply
+    from exporter.config.options import Options, apply
 
     settings, problems = apply(Options(), {name: value}, "workspace/configuration")
     assert settings == Options()

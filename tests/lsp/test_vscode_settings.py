@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import MISSING, fields
 
-from exporter.options import Options
+from exporter.config.options import Options
 from tests.conftest import REPO
 
 CLIENT_ONLY = {"onnxlens.interpreter", "onnxlens.trace.server"}

@@ -39,8 +39,8 @@ def test_github_format_prints_one_workflow_command_per_finding(monkeypatch, tmp_
 
 
 def test_github_format_escapes_what_would_end_a_command():
-    from exporter.diagnostics import Diagnostic, Location, Range
-    from exporter.github import annotation
+    from exporter.findings.diagnostics import Diagnostic, Location, Range
+    from exporter.reports.github import annotation
 
     diagnostic = Diagnostic("ONNX201", "50% of it:\nsecond, line",
                             Location(FIXTURES / "a,b:c.py", Range.of(1, 2, 1, 3)), target="T")

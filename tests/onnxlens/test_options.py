@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exporter.config import load_config
-from exporter.settings_schema import DEFAULT_EXCLUDE
+from exporter.config.pyproject import load_config
+from exporter.config.schema import DEFAULT_EXCLUDE
 from onnxlens.cli import _parser
 from onnxlens.options import command_options, limits
 

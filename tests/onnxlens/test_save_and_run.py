@@ -16,7 +16,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from exporter.artifacts import UnsafePathError, load_model, save_model
+from exporter.pipeline.artifacts import UnsafePathError, load_model, save_model
 from onnxlens.cli import main
 from tests.conftest import FIXTURES, REPO
 
@@ -53,7 +53,7 @@ def test_a_model_that_could_not_be_finished_is_not_saved(session, tmp_path, monk
     itself, in this process, as a worker's job process runs it for ``onnxlens save``."""
     from export_worker.jobs import run_job
     from export_worker.messages import JobRequest
-    from exporter import torch_compat
+    from exporter.toolchain import torch_compat
 
     def fails(*args, **kwargs):
         raise RuntimeError("cannot convert to opset 20")
@@ -163,7 +163,7 @@ def test_refuses_to_write_through_a_symlink(tmp_path):
 _SLOW_WRITER = textwrap.dedent("""
     import sys
     import numpy as np, onnx
-    from exporter.artifacts import save_model
+    from exporter.pipeline.artifacts import save_model
     weights = onnx.numpy_helper.from_array(np.ones(200_000_000, np.float32), "w")
     graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["w"], ["y"])], "g", [],
                                    [onnx.helper.make_tensor_value_info("y", 1, [None])],
@@ -201,7 +201,7 @@ def test_killed_mid_write_leaves_the_previous_file_intact(tmp_path):
 _CONCURRENT_WRITER = textwrap.dedent("""
     import sys
     import numpy as np, onnx
-    from exporter.artifacts import save_model
+    from exporter.pipeline.artifacts import save_model
     weights = onnx.numpy_helper.from_array(np.full(2_000_000, float(sys.argv[2]), np.float32),
                                            "w")
     graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["w"], ["y"])], "g", [],

@@ -14,7 +14,7 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/tool" "$scratch/libs"
 
 for package in exporter export_worker lsp_server; do
-    cp -rL "$repo/$package" "$scratch/tool/"  # -L: exporter/rule_docs links to docs/rules
+    cp -rL "$repo/$package" "$scratch/tool/"  # -L: exporter/findings/rule_docs links to docs/rules
 done
 cp "$extension/python/onnxlens_server.py" "$scratch/tool/"
 find "$scratch/tool" -name __pycache__ -prune -exec rm -rf {} +

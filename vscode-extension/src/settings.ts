@@ -1,5 +1,5 @@
 /**
- * The server's settings (exporter/options.py) as VS Code stores them under `onnxlens.*`,
+ * The server's settings (exporter/config/options.py) as VS Code stores them under `onnxlens.*`,
  * and which configuration changes need a server restart.
  */
 

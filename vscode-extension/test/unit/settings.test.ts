@@ -2,7 +2,7 @@ import { expect, test } from "@playwright/test";
 import manifest from "../../package.json";
 import { needsRestart, SERVER_SETTINGS, serverSettings } from "../../src/settings";
 
-/** The setting keys the server accepts (exporter/options.py), as the server names them. */
+/** The setting keys the server accepts (exporter/config/options.py), as the server names them. */
 const SERVER_KEYS = ["trigger", "debounceMs", "timeoutSeconds", "memoryLimitMB", "atol", "rtol", "opset",
   "sarif", "logLevel", "select", "ignore"];
 

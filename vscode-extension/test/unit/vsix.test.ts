@@ -25,9 +25,9 @@ test.describe("the packaged .vsix", () => {
 
   test("carries the server's Python code and the launcher", () => {
     for (const file of ["tool/onnxlens_server.py", "tool/lsp_server/server.py", "tool/export_worker/process.py",
-      "tool/exporter/pipeline.py", "tool/exporter/sarif.py",
-      // the rule pages a rule id in the Problems panel opens (exporter/rule_docs links docs/rules)
-      "tool/exporter/rule_docs/ONNX201.md", "tool/exporter/rule_docs/ONNX006.md"]) {
+      "tool/exporter/pipeline/runner.py", "tool/exporter/reports/sarif.py",
+      // the rule pages a rule id in the Problems panel opens (exporter/findings/rule_docs links docs/rules)
+      "tool/exporter/findings/rule_docs/ONNX201.md", "tool/exporter/findings/rule_docs/ONNX006.md"]) {
       expect(files).toContain(`extension/bundled/${file}`);
     }
   });

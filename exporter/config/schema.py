@@ -1,0 +1,175 @@
+"""Every onnxlens setting, declared once: its ``[tool.onnxlens]`` key, its language-server
+name (and VS Code's ``onnxlens.*`` name), its CLI flag, its type, bounds, default and meaning.
+
+The ``[tool.onnxlens]`` reader (``exporter/config/pyproject.py``) and the one options type
+(``exporter/config/options.py``, whose defaults are these) validate with it; tests check the CLI's
+flags, ``Options``, the table of docs/configuration.md and the extension's ``package.json``
+against it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from exporter.findings.rules import RULES, Severity
+
+Kind = Literal["int", "float", "choice", "path", "rules", "globs", "severities"]
+
+#: never searched for targets (ruff's defaults, and where Python packages and builds live);
+#: ``exclude`` replaces this list, ``extend-exclude`` adds to it
+DEFAULT_EXCLUDE = (".*", "__pycache__", "venv", "env", "site-packages", "node_modules",
+                   "build", "dist", "__pypackages__", "_build", "buck-out")
+
+
+@dataclass(frozen=True)
+class Setting:
+    lsp: str  # the server's name; VS Code's is onnxlens.<vscode>
+    kind: Kind
+    default: Any  # the language server's (and VS Code's) default
+    doc: str
+    pyproject: str | None = None  # the [tool.onnxlens] key; None: editor only
+    cli: str | None = None  # the `onnxlens check` flag, if any
+    cli_default: Any = None  # when the CLI's default differs (a CI run may take longer)
+    vscode: str | None = None  # when VS Code's name differs from ``lsp``
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    nullable: bool = False  # None means "the exporter's default"
+
+    @property
+    def vscode_name(self) -> str:
+        return f"onnxlens.{self.vscode or self.lsp}"
+
+    def check(self, value: Any) -> tuple[Any, str | None]:
+        """(the value, None), or (None, why not: "must be ..., not ...")."""
+        if value is None and self.nullable:
+            return None, None
+        if self.kind in ("int", "float"):
+            return self._number(value)
+        if self.kind == "choice":
+            if value in self.choices:
+                return value, None
+            return None, f"must be one of {', '.join(self.choices)}, not {value!r}"
+        if self.kind == "path":
+            if isinstance(value, str) and value.strip():
+                return value, None
+            return None, f"must be a directory path, not {value!r}"
+        if self.kind == "severities":
+            if not isinstance(value, dict):
+                return None, f"must be {_SHAPES[self.kind]}, not {value!r}"
+            return _severities(value)
+        if not isinstance(value, list) or not all(isinstance(item, str) and item.strip()
+                                                  for item in value):
+            return None, f"must be {_SHAPES[self.kind]}, not {value!r}"
+        if self.kind == "rules":
+            unknown = [item for item in value if not _names_rules(item)]
+            if unknown:
+                return None, f"names no rule: {', '.join(map(repr, unknown))}"
+            return [item.strip().upper() for item in value], None
+        return list(value), None
+
+    def _number(self, value: Any) -> tuple[Any, str | None]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None, f"must be a number, not {value!r}"
+        if not math.isfinite(value):  # a NaN deadline would never fire
+            return None, f"must be a finite number, not {_text(value)}"
+        if self.kind == "int" and not float(value).is_integer():
+            return None, f"must be a whole number, not {_text(value)}"
+        low = -math.inf if self.minimum is None else self.minimum
+        high = math.inf if self.maximum is None else self.maximum
+        if not low <= value <= high:
+            if math.isinf(high):
+                return None, f"must be at least {_text(low)}, not {_text(value)}"
+            return None, f"must be between {_text(low)} and {_text(high)}, not {_text(value)}"
+        return (int(value) if self.kind == "int" else float(value)), None
+
+
+_SHAPES = {"rules": "a list of rule ids or prefixes", "globs": "a list of glob patterns",
+           "severities": 'a table of rule id = "error", "warning" or "info"'}
+
+
+def _names_rules(pattern: str) -> bool:
+    pattern = pattern.strip().upper()
+    return pattern.startswith("ONNX") and any(rule.startswith(pattern) for rule in RULES)
+
+
+def _severities(value: dict[Any, Any]) -> tuple[Any, str | None]:
+    levels = {severity.value for severity in Severity}
+    result = {}
+    for rule, level in value.items():
+        if not isinstance(rule, str) or not _names_rules(rule):
+            return None, f"names no rule: {rule!r}"
+        if level not in levels:
+            return None, f"gives {rule} the severity {level!r} (use error, warning or info)"
+        result[rule.strip().upper()] = level
+    return result, None
+
+
+def _text(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() and abs(number) < 1e10 \
+        else f"{number:g}"
+
+
+SETTINGS = (
+    Setting("trigger", "choice", "onSave", "`onSave`, `onType` (debounced) or `manual` "
+            "(commands only)", pyproject="trigger", choices=("onSave", "onType", "manual")),
+    Setting("debounceMs", "int", 500, "delay after the last keystroke with `onType`",
+            minimum=0, maximum=60_000),
+    Setting("timeoutSeconds", "float", 60.0, "a check running longer is stopped (ONNX901); "
+            "0 = no limit", pyproject="timeout", cli="--timeout", cli_default=300.0,
+            minimum=0, maximum=24 * 3600),
+    Setting("memoryLimitMB", "int", 4096, "a check using more is stopped (ONNX903)",
+            pyproject="memory-limit-mb", cli="--memory-limit-mb", minimum=256,
+            cli_default="no limit",
+            maximum=1024 * 1024),
+    Setting("maxConcurrentChecks", "int", 0, "checks that run at once; the rest wait, the "
+            "document in front of you first (0: the number of cores)", minimum=0, maximum=256),
+    Setting("memoryBudgetMB", "int", 0, "a check starts only while the memory the running "
+            "ones are expected to need leaves room for it (0: half the memory available when "
+            "the server starts)", minimum=0, maximum=1024 * 1024),
+    Setting("diagnosticMode", "choice", "openFiles", "`openFiles` or `workspace` (every "
+            "target in the workspace, checked in the background)",
+            choices=("openFiles", "workspace")),
+    Setting("atol", "float", None, "absolute tolerance against PyTorch (unset: by dtype)",
+            pyproject="atol", minimum=0, nullable=True),
+    Setting("rtol", "float", None, "relative tolerance against PyTorch (unset: by dtype)",
+            pyproject="rtol", minimum=0, nullable=True),
+    Setting("opset", "int", None, "ONNX opset version (unset: torch.onnx.export's)",
+            pyproject="opset", minimum=7, nullable=True),
+    Setting("select", "rules", [], "report only these rule ids or prefixes (empty: every "
+            "rule on by default)", pyproject="select", cli="--select"),
+    Setting("ignore", "rules", [], "never report these rule ids or prefixes",
+            pyproject="ignore", cli="--ignore"),
+    Setting("severity", "severities", {}, 'a rule\'s severity, e.g. `{ ONNX106 = "info" }`',
+            pyproject="severity", cli="--severity"),
+    Setting("exclude", "globs", list(DEFAULT_EXCLUDE), "files and directories never checked "
+            "(globs; replaces the defaults)", pyproject="exclude", cli="--exclude"),
+    Setting("extendExclude", "globs", [], "more globs to exclude, beside the defaults",
+            pyproject="extend-exclude", cli="--extend-exclude"),
+    Setting("sarifOutputDirectory", "path", None, "write `onnxlens.sarif` there after each "
+            "check (unset: nothing is written)", pyproject="sarif-output",
+            vscode="sarif.outputDirectory", nullable=True),
+    Setting("logLevel", "choice", "info", "`error`, `warning`, `info` or `debug` "
+            "(`window/logMessage`)", choices=("error", "warning", "info", "debug")),
+)
+BY_LSP = {setting.lsp: setting for setting in SETTINGS}
+BY_PYPROJECT = {setting.pyproject: setting for setting in SETTINGS if setting.pyproject}
+
+
+def is_excluded(relative_parts: tuple[str, ...], patterns: list[str],
+                from_root: tuple[str, ...] | None = None) -> bool:
+    """Whether a path matches a pattern: a pattern without ``/`` matches any one of
+    ``relative_parts`` (a directory's or the file's name, below where the search started),
+    one with ``/`` the whole path relative to the root (``from_root``, default the parts)."""
+    whole = "/".join(relative_parts if from_root is None else from_root)
+    for pattern in patterns:
+        if "/" in pattern.strip("/"):
+            if fnmatch.fnmatchcase(whole, pattern.strip("/")) or \
+                    fnmatch.fnmatchcase(whole, pattern.strip("/") + "/*"):
+                return True
+        elif any(fnmatch.fnmatchcase(part, pattern.strip("/")) for part in relative_parts):
+            return True
+    return False

@@ -1,0 +1,73 @@
+"""What a check returns: per-target stage statuses, diagnostics and a model summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from exporter.findings.diagnostics import Diagnostic, Range
+from exporter.findings.rules import Severity
+
+STAGES = ("load", "capture", "translate", "validate", "runtime", "numerics", "dynamic")
+
+
+class StageState(str, Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass
+class StageStatus:
+    name: str
+    state: StageState
+    seconds: float = 0.0
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "state": self.state.value,
+                "seconds": round(self.seconds, 4), "reason": self.reason}
+
+
+@dataclass
+class TargetResult:
+    name: str
+    path: Path
+    definition: Range
+    stages: list[StageStatus] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity == Severity.ERROR for d in self.diagnostics)
+
+    def stage(self, name: str) -> StageStatus | None:
+        return next((status for status in self.stages if status.name == name), None)
+
+
+@dataclass
+class CheckResult:
+    """Result of checking files: file-level diagnostics plus one entry per target."""
+
+    targets: list[TargetResult] = field(default_factory=list)
+    file_diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        found = list(self.file_diagnostics)
+        for target in self.targets:
+            found.extend(target.diagnostics)
+        return found
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity == Severity.ERROR for d in self.diagnostics)
+
+    def extend(self, other: CheckResult) -> None:
+        self.targets.extend(other.targets)
+        self.file_diagnostics.extend(other.file_diagnostics)
+        self.files.extend(other.files)

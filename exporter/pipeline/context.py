@@ -1,0 +1,180 @@
+"""The state one target's check carries from stage to stage: the target and its options, the
+diagnostics, and one typed product per stage that made one (``Loaded``, ``Captured``,
+``Translated``, ``Validated``, ``Ran``). A stage reads the products of the stages before it and
+sets its own only when it succeeded, so a later stage runs only on what really exists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from exporter.config.options import ExportOptions
+from exporter.findings.diagnostics import Diagnostic, Location, Related
+from exporter.findings.rules import Severity
+from exporter.source.targets import Target
+from exporter.source.text import Sources
+from exporter.source.traces import Frame, Mapped, map_frames, parse_stack_trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    from exporter.pipeline.dynamic_dims import Narrowed
+    from exporter.pipeline.registries import Registries
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The load stage's product: the model built from the target, in eval (or training) mode,
+    its example inputs as the user wrote them, and what eager PyTorch made of them."""
+
+    module: ModuleType
+    model: torch.nn.Module
+    args: tuple
+    kwargs: dict[str, Any]
+    dynamic_shapes: Any  # as the user gave them (string dims included)
+    eager_outputs: Any
+
+
+@dataclass(frozen=True)
+class Captured:
+    """The capture stage's product: the graph torch.onnx.export's capture made, or a draft
+    export's graph (unsound where it guessed) when every strategy failed."""
+
+    program: torch.export.ExportedProgram
+    strategy: str  # "non-strict", "strict" or "draft"
+    # declared dynamic dimensions the graph is valid for over a narrower range (ONNX107)
+    narrowed: tuple[Narrowed, ...] = ()
+
+    @property
+    def draft_only(self) -> bool:
+        return self.strategy == "draft"
+
+
+@dataclass(frozen=True)
+class Translated:
+    """The translate stage's product: the ONNX program, and its model with the large
+    initializers apart (external references to ``weights``, by name; see weights_apart),
+    serialized once (``model_bytes`` is None past protobuf's 2 GB limit)."""
+
+    onnx_program: torch.onnx.ONNXProgram
+    model_proto: onnx.ModelProto
+    weights: dict[str, np.ndarray]
+    model_bytes: bytes | None
+
+
+@dataclass(frozen=True)
+class Validated:
+    """The validate stage's verdict: onnx.checker and strict shape inference passed."""
+
+    valid: bool
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The runtime stage's product: an ONNX Runtime session and its outputs on the example."""
+
+    session: ort.InferenceSession
+    outputs: list[np.ndarray]
+
+
+@dataclass
+class CheckContext:
+    target: Target
+    workspace: Path
+    registries: Registries  # the session's: built once per opset in a process
+    defaults: ExportOptions = field(default_factory=ExportOptions)  # a pragma overrides them
+    timeout: float | None = None  # seconds for the whole check; None: no limit
+    sources: Sources = field(default_factory=Sources)  # the editor's text of the file, if any
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)  # the pragma's, evaluated at load
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    # The stages' products, in order (None: the stage did not run or did not succeed).
+    loaded: Loaded | None = None
+    captured: Captured | None = None
+    # the graph that was translated, torch.onnx's decomposition of the captured one
+    decomposed: torch.export.ExportedProgram | None = None
+    translated: Translated | None = None
+    validated: Validated | None = None
+    ran: Ran | None = None
+
+    # For the stages that run only after the one that makes the product (pipeline.STAGES says
+    # which): the product, never None there.
+    def need_loaded(self) -> Loaded:
+        return _present(self.loaded, "load")
+
+    def need_captured(self) -> Captured:
+        return _present(self.captured, "capture")
+
+    def need_translated(self) -> Translated:
+        return _present(self.translated, "translate")
+
+    def need_ran(self) -> Ran:
+        return _present(self.ran, "runtime")
+
+    @property
+    def weightless(self) -> bool:
+        return self.target.weights == "none"
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return self.options.get(key, default)
+
+    def map_frames(self, frames: list[Frame], hint: str | None = None) -> Mapped | None:
+        return map_frames(frames, self.workspace, hint=hint, fallback=self.fallback_location(),
+                          lines_of=self.sources.lines)
+
+    def map_stack_trace(self, stack_trace: str | None, hint: str | None = None) -> Mapped | None:
+        return self.map_frames(parse_stack_trace(stack_trace), hint)
+
+    def fallback_location(self) -> Location:
+        return Location(self.target.path, self.target.definition)
+
+    def option_location(self, key: str) -> Location:
+        option = self.target.options.get(key)
+        if option is not None:
+            return Location(self.target.path, option.range)
+        return self.fallback_location()
+
+    def report(
+        self,
+        rule: str,
+        message: str,
+        where: Mapped | Location | None = None,
+        *,
+        hint: str | None = None,
+        data: dict[str, Any] | None = None,
+        related: tuple[Related, ...] = (),
+        severity: Severity | None = None,
+    ) -> Diagnostic:
+        """Record a diagnostic; with no user location it lands on the target's name."""
+        if isinstance(where, Mapped):
+            location, chain = where.location, where.related
+            if where.library_note:
+                message = f"{message} ({where.library_note})"
+        else:
+            location, chain = where or self.fallback_location(), ()
+        chain = chain + related
+        if location.path != self.target.path:
+            chain = (*chain, Related(
+                Location(self.target.path, self.target.definition),
+                f"while checking the export target `{self.target.name}`"))
+        diagnostic = Diagnostic(
+            rule, message, location, target=self.target.name, severity=severity,
+            related=chain, hint=hint, data=data or {},
+        )
+        self.diagnostics.append(diagnostic)
+        return diagnostic
+
+
+_Product = TypeVar("_Product")
+
+
+def _present(product: _Product | None, stage: str) -> _Product:
+    if product is None:
+        raise RuntimeError(f"the {stage} stage made nothing to work on")  # a pipeline bug
+    return product

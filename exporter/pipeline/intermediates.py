@@ -1,0 +1,71 @@
+"""Every intermediate value of a check in both runtimes, from one run each.
+
+torch's own ``verify_onnx_program(compare_intermediates=True)`` builds a new ONNX Runtime
+session for every FX node, so on a real model (Longformer, RT-DETR) it outlives any time
+limit. Here the ONNX model gets every value that an FX node of the same name computes as an
+extra graph output, ONNX Runtime runs it once, and torch.fx's Interpreter runs the exported
+program once, keeping each node's value: the same pairs, compared in graph order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+import torch
+
+from exporter.pipeline import ort_runner
+from exporter.toolchain import torch_compat
+
+
+@dataclass(frozen=True)
+class Intermediate:
+    """One FX node's value in PyTorch (``expected``) and in ONNX Runtime (``actual``)."""
+
+    node: torch.fx.Node
+    expected: np.ndarray
+    actual: np.ndarray
+
+
+def intermediates(program: torch.export.ExportedProgram, proto: onnx.ModelProto,
+                  weights: dict[str, np.ndarray], args: tuple,
+                  kwargs: dict[str, Any]) -> Iterator[Intermediate]:
+    """The values of the FX nodes that the ONNX model also computes, in graph order."""
+    module = program.module()
+    expected = _torch_values(module, args, kwargs)
+    typed = {info.name: info for info in proto.graph.value_info}
+    names = [name for name in expected if name in typed]
+    if not names:
+        return
+    extended = onnx.ModelProto()
+    extended.CopyFrom(proto)
+    outputs = {output.name for output in extended.graph.output}
+    extended.graph.output.extend(typed[name] for name in names if name not in outputs)
+    session = ort_runner.create_session(extended, None, weights)
+    wanted = [output.name for output in session.get_outputs()]
+    values = dict(zip(wanted, ort_runner.run(session, ort_runner.flat_inputs(args, kwargs))))
+    nodes = {node.name: node for node in module.graph.nodes}
+    for name in names:
+        if name in values:
+            yield Intermediate(nodes[name], expected[name], np.asarray(values[name]))
+
+
+def _torch_values(module: torch.fx.GraphModule, args: tuple,
+                  kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Each call_function node's tensor value, by node name, in graph order."""
+    found: dict[str, np.ndarray] = {}
+
+    class Recording(torch.fx.Interpreter):
+        def run_node(self, node: torch.fx.Node) -> Any:
+            result = super().run_node(node)
+            if node.op == "call_function" and isinstance(result, torch.Tensor):
+                found[node.name] = ort_runner.to_numpy(result)
+            return result
+
+    flat = torch_compat.tree_leaves((args, kwargs))
+    with torch.no_grad():
+        Recording(module).run(*[value for value in flat if value is not None])
+    return found

@@ -1,0 +1,188 @@
+"""Locating problems that several stages report: at the ONNX node an error names
+(validate, runtime, dynamic), and at the line that specialized a declared dynamic dimension
+(capture, dynamic: ONNX102 with torch's suggested fix)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from exporter.findings.diagnostics import Diagnostic, Location
+from exporter.pipeline.context import CheckContext
+from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, find_nodes, metadata, names_in_message
+from exporter.source.traces import Frame
+from exporter.toolchain import torch_compat
+
+
+def report_at_node(
+    ctx: CheckContext, rule: str, headline: str, message: str, fallback: Location | None = None
+) -> None:
+    """Report ``message`` at the source line of every node it names (or at the target)."""
+    proto = ctx.translated.model_proto if ctx.translated is not None else None
+    name, op_type = names_in_message(message)
+    nodes = find_nodes(proto, name, op_type) if proto is not None else []
+    detail = _short(message)
+    reported = False
+    for node in nodes:
+        where = ctx.map_stack_trace(metadata(node).get(STACK_TRACE_KEY), hint=node.op_type)
+        if where is None:
+            continue
+        ctx.report(rule, f"{headline} at ONNX node `{node.name}` ({node.op_type}): {detail}",
+                   where, data={"onnx_node": node.name, "op_type": node.op_type})
+        reported = True
+    if not reported:
+        ctx.report(rule, f"{headline}: {detail}", fallback)
+
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : (\w+) : ")
+
+
+def _short(message: str, limit: int = 300) -> str:
+    text = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    text = _ORT_PREFIX.sub(lambda m: f"{m[1]}: ", text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def stack_frames(stack: list[dict[str, Any]], files: dict[int, str]) -> list[Frame]:
+    frames = []
+    for entry in stack:
+        key = entry.get("filename")
+        filename = files.get(key, key) if isinstance(key, int) else key
+        if isinstance(filename, str):
+            frames.append(Frame(Path(filename), int(entry.get("line", 0)), entry.get("name", "")))
+    return frames
+
+
+def pretty_source(source: str) -> str:
+    """``L['x'].size()[0]`` → ``x.shape[0]``; ``L['args'][0]`` → ``args[0]``."""
+    text = re.sub(r"L\['([^']+)'\]", r"\1", source)
+    text = re.sub(r"\['([A-Za-z_]\w*)'\]", r"['\1']", text)
+    return text.replace(".size()", ".shape")
+
+
+def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
+                 prefix: str = "") -> Diagnostic:
+    """ONNX102 at the line where a declared dynamic dimension got specialized."""
+    where = ctx.map_frames(stack_frames(data.get("user_stack") or data.get("stack") or [], files))
+    sources = data.get("symbol_to_sources") or {}
+    described = ", ".join(f"`{pretty_source(src)}`" for src in sources.values()) or "a dimension"
+    suggestion = data.get("new_dynamic_shapes")
+    message = (f"{prefix + ' ' if prefix else ''}{described}, declared dynamic, is specialized "
+               f"or constrained here (guard `{data.get('expr')}`): the exported graph would only "
+               "accept the example size.")
+    extra: dict[str, Any] = {}
+    if suggestion is not None:
+        source = _suggestion_source(suggestion)
+        extra["suggested_dynamic_shapes"] = source
+        message += f" Suggested `dynamic_shapes={source}`."
+        option = ctx.target.options.get("dynamic_shapes")
+        if option is not None:
+            extra["fix"] = {"title": "Apply the suggested dynamic_shapes",
+                            "path": str(ctx.target.path), "range": option.range, "text": source}
+    option = ctx.target.options.get("dynamic_shapes")
+    static = _without_dims(ctx, list(sources.values())) if option is not None else None
+    if option is not None and static is not None:
+        extra["static_fix"] = {"title": f"Make {described} static (the code needs one size)",
+                               "path": str(ctx.target.path), "range": option.range,
+                               "text": static}
+    return ctx.report("ONNX102", message, where, data=extra)
+
+
+_SOURCE = re.compile(r"L\['(\w+)'\]((?:\[(?:'[^']*'|\d+)\])*)\.size\(\)\[(\d+)\]")
+
+
+def _without_dims(ctx: CheckContext, sources: list[str]) -> str | None:
+    """The pragma's dynamic_shapes with the specialized dimensions removed, as source."""
+    import inspect
+
+    def thaw(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [thaw(item) for item in value]
+        if isinstance(value, dict):
+            return {key: thaw(item) for key, item in value.items()}
+        return value
+
+    loaded = ctx.need_loaded()
+    spec = thaw(loaded.dynamic_shapes)
+    try:
+        names = list(inspect.signature(loaded.model.forward)
+                     .bind(*loaded.args, **loaded.kwargs).arguments)
+    except (TypeError, ValueError):
+        return None
+    for source in sources:
+        match = _SOURCE.fullmatch(source)
+        if match is None or match[1] not in names:
+            return None
+        root: Any = spec
+        key: Any = match[1] if isinstance(spec, dict) else names.index(match[1])
+        steps = [key] + [int(s) if s.isdigit() else s.strip("'")
+                         for s in re.findall(r"\[('[^']*'|\d+)\]", match[2])]
+        try:
+            for step in steps[:-1]:
+                root = root[step]
+            leaf = root[steps[-1]]
+            axis = int(match[3])
+            if isinstance(leaf, dict):
+                leaf.pop(axis, None)
+                if not leaf:
+                    root[steps[-1]] = None
+            elif isinstance(leaf, list):
+                leaf[axis] = None
+            else:
+                return None
+        except (KeyError, IndexError, TypeError):
+            return None
+    if isinstance(spec, (list, dict)) and all(
+            v is None for v in (spec.values() if isinstance(spec, dict) else spec)):
+        return "None"
+    return _suggestion_source(tuple(spec) if isinstance(loaded.dynamic_shapes, tuple) else spec)
+
+
+def _suggestion_source(suggestion: Any) -> str:
+    """Render torch's suggested dynamic shapes as pragma source text."""
+
+    def render(value: Any) -> str:
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{render(k)}: {render(v)}" for k, v in value.items()) + "}"
+        if isinstance(value, (list, tuple)):
+            inner = ", ".join(render(v) for v in value)
+            if isinstance(value, tuple):
+                return f"({inner},)" if len(value) == 1 else f"({inner})"
+            return f"[{inner}]"
+        if torch_compat.is_dim_hint(value):
+            return f"torch.export.Dim.{torch_compat.dim_hint_name(value)}"
+        name = type(value).__name__
+        if name in ("_Dim", "Dim") or (hasattr(value, "__name__") and "Dim" in repr(type(value))):
+            return f"torch.export.Dim({value.__name__!r})"
+        return repr(value)
+
+    return render(suggestion)
+
+
+def strictly_dynamic(model: Any, args: tuple, kwargs: dict[str, Any], spec: Any) -> Any:
+    """``spec`` with every declared dimension ``Dim.DYNAMIC`` (no range, no ``Dim.AUTO``):
+    a capture with it reports each guard that specializes or bounds a dimension (which
+    ``Dim.AUTO`` and torch.onnx's refined shapes accept silently)."""
+    import inspect
+
+    import torch
+
+    def convert(value: Any, sub_spec: Any) -> Any:
+        if sub_spec is None:
+            return None
+        if isinstance(value, torch.Tensor):
+            if isinstance(sub_spec, dict):
+                return {axis: None if d is None else torch.export.Dim.DYNAMIC
+                        for axis, d in sub_spec.items()}
+            return [None if d is None else torch.export.Dim.DYNAMIC for d in sub_spec]
+        if isinstance(value, dict) and isinstance(sub_spec, dict):
+            return {key: convert(value.get(key), item) for key, item in sub_spec.items()}
+        if isinstance(value, (list, tuple)) and isinstance(sub_spec, (list, tuple)):
+            return type(sub_spec)(convert(v, s) for v, s in zip(value, sub_spec))
+        return sub_spec
+
+    bound = inspect.signature(model.forward).bind(*args, **kwargs)
+    values = list(bound.arguments.items())
+    if isinstance(spec, dict) and not all(isinstance(k, int) for k in spec):
+        return {name: convert(value, spec.get(name)) for name, value in values if name in spec}
+    return type(spec)(convert(value, s) for (_, value), s in zip(values, spec))

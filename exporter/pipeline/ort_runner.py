@@ -1,0 +1,115 @@
+"""Running an ONNX model in ONNX Runtime with a model's example inputs.
+
+onnxruntime is imported on first use, not with this module: its import starts a thread, and
+the language server's export worker imports the pipeline before it forks (a process that
+forks must run no threads that the children could need)."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+import torch
+
+from exporter.pipeline.weights_apart import PROTOBUF_LIMIT
+from exporter.toolchain import torch_compat
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+
+
+
+def create_session(model: onnx.ModelProto, serialized: bytes | None = None,
+                   weights: dict[str, np.ndarray] | None = None) -> ort.InferenceSession:
+    """A CPU session for ``model`` (``serialized``: the same model, already serialized;
+    ``weights``: the data of its in-memory external initializers, see weights_apart)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # fatal only: failures are reported as diagnostics instead
+    # ONNX Runtime reads these buffers in place: the session keeps them alive (below)
+    weights = weights or {}
+    values = [ort.OrtValue.ortvalue_from_numpy(array) for array in weights.values()]
+    if values:
+        options.add_external_initializers(list(weights), values)
+    if serialized is None and model.ByteSize() < PROTOBUF_LIMIT:
+        serialized = model.SerializeToString()
+    if serialized is not None:
+        session = ort.InferenceSession(serialized, options, providers=["CPUExecutionProvider"])
+    else:
+        with tempfile.TemporaryDirectory(prefix="onnxlens-") as directory:
+            path = Path(directory) / "model.onnx"
+            onnx.save_model(model, path, save_as_external_data=True, location="model.onnx.data")
+            session = ort.InferenceSession(str(path), options,
+                                           providers=["CPUExecutionProvider"])
+    session.onnxlens_weights = values
+    return session
+
+
+def flat_inputs(args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+    """Inputs in the order of the ONNX graph inputs (as torch.onnx flattens them)."""
+    leaves = torch_compat.tree_leaves((args, kwargs))
+    flat = []
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        if isinstance(leaf, torch.Tensor) and leaf.is_complex():
+            leaf = torch.view_as_real(leaf.resolve_conj())
+        flat.append(leaf)
+    return flat
+
+
+def flat_outputs(outputs: Any) -> list[Any]:
+    leaves = torch_compat.tree_leaves(outputs)
+    return [leaf for leaf in leaves if leaf is not None]
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu()
+        if tensor.layout != torch.strided:  # sparse: ONNX takes the dense values
+            tensor = tensor.to_dense()
+        if tensor.dtype == torch.bfloat16:
+            tensor = tensor.float()
+        return tensor.numpy()
+    return np.asarray(value)
+
+
+def feed(session: ort.InferenceSession, inputs: list[Any]) -> dict[str, np.ndarray]:
+    names = [value.name for value in session.get_inputs()]
+    tensors = [value for value in inputs if isinstance(value, torch.Tensor)]
+    if len(tensors) != len(names):
+        raise ValueError(f"the ONNX model takes {len(names)} inputs but the example inputs "
+                         f"flatten to {len(tensors)} tensors")
+    return {name: to_numpy(tensor) for name, tensor in zip(names, tensors)}
+
+
+def run(session: ort.InferenceSession, inputs: list[Any]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    options.log_severity_level = 4
+    return session.run(None, feed(session, inputs), options)
+
+
+def latency(session: ort.InferenceSession, inputs: list[Any], repeat: int) -> dict[str, float]:
+    """Latency percentiles in milliseconds over ``repeat`` runs (after one warm-up run)."""
+    feeds = feed(session, inputs)
+    session.run(None, feeds)
+    samples = []
+    for _ in range(max(repeat, 1)):
+        start = time.perf_counter()
+        session.run(None, feeds)
+        samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+
+    def percentile(fraction: float) -> float:
+        return samples[min(len(samples) - 1, round(fraction * (len(samples) - 1)))]
+
+    return {"runs": len(samples), "p50_ms": percentile(0.5), "p90_ms": percentile(0.9),
+            "mean_ms": statistics.fmean(samples), "min_ms": samples[0]}

@@ -1,0 +1,161 @@
+"""Run the stages of docs/architecture.md §3 for one target. No stage raises past this module."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from exporter.findings.diagnostics import merge_duplicates, sort_key
+from exporter.findings.result import StageState, StageStatus, TargetResult
+from exporter.pipeline.context import CheckContext
+from exporter.pipeline.stages import capture, dynamic, load, numerics, runtime, translate, validate
+from exporter.pipeline.stages.base import StageFailed, StageSkipped
+from exporter.source.traces import exception_frames
+from exporter.toolchain import speedups
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[CheckContext], None]
+    # Returns why the stage cannot run, or "" when it can.
+    blocked: Callable[[CheckContext], str]
+    # Runs under speedups.tracing (the stages that trace; not the user's import).
+    traces: bool = True
+
+
+def _needs(product: Callable[[CheckContext], object],
+           reason: str) -> Callable[[CheckContext], str]:
+    """Blocked (with ``reason``) while the stage's input ``product`` does not exist."""
+    return lambda ctx: "" if product(ctx) is not None else reason
+
+
+def _needs_weights(product: Callable[[CheckContext], object],
+                   reason: str) -> Callable[[CheckContext], str]:
+    """As ``_needs``, for a stage that runs the model: it needs real weights and a valid model."""
+    def blocked(ctx: CheckContext) -> str:
+        if ctx.weightless:
+            return 'weights="none": this stage needs real weights'
+        if ctx.validated is not None and not ctx.validated.valid:
+            return "the ONNX model is invalid (see the validate stage)"
+        return _needs(product, reason)(ctx)
+
+    return blocked
+
+
+STAGES = (
+    Stage("load", load.run, lambda ctx: "", traces=False),
+    Stage("capture", capture.run, _needs(lambda c: c.loaded, "the target could not be loaded")),
+    Stage("translate", translate.run, _needs(lambda c: c.captured, "capture failed")),
+    Stage("validate", validate.run, _needs(lambda c: c.translated, "translation failed")),
+    Stage("runtime", runtime.run, _needs_weights(lambda c: c.translated, "translation failed")),
+    Stage("numerics", numerics.run, _needs_weights(lambda c: c.ran, "ONNX Runtime did not run")),
+    Stage("dynamic", dynamic.run, _needs_weights(lambda c: c.ran, "ONNX Runtime did not run")),
+)
+
+
+class CheckTimeout(BaseException):
+    """Raised by the timer into whatever runs when the time limit passes (a BaseException, so
+    that no stage's error handling mistakes it for a problem of the model)."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt Python code (e.g. an endless loop in ``forward``) after ``seconds``.
+    Only in the main thread; native code that never returns to Python is not interrupted
+    (the language server's worker kills such processes instead)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise CheckTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_pipeline(ctx: CheckContext,
+                 stage_done: Callable[[TargetResult], None] | None = None) -> TargetResult:
+    """Every stage in order; ``stage_done`` gets the result so far after each (the language
+    server shows what capture and translate found before the check ends)."""
+    result = TargetResult(ctx.target.name, ctx.target.path, ctx.target.definition)
+    started = time.perf_counter()
+    try:
+        with _time_limit(ctx.timeout):
+            for stage in STAGES:
+                result.stages.append(_run_stage(stage, ctx))
+                if stage_done is not None:
+                    stage_done(TargetResult(
+                        result.name, result.path, result.definition, list(result.stages),
+                        sorted(merge_duplicates(ctx.diagnostics), key=sort_key)))
+    except CheckTimeout as timeout:
+        stage = STAGES[len(result.stages)]
+        result.stages.append(StageStatus(stage.name, StageState.FAILED,
+                                         time.perf_counter() - started, "timed out"))
+        for later in STAGES[len(result.stages):]:
+            result.stages.append(StageStatus(later.name, StageState.SKIPPED, 0.0, "timed out"))
+        ctx.report("ONNX901", f"The check of `{ctx.target.name}` did not finish within "
+                   f"{ctx.timeout:g} s and was stopped in the {stage.name} stage "
+                   "(an endless loop, or a model too slow to check?).",
+                   ctx.map_frames(exception_frames(timeout)))
+    result.diagnostics = sorted(merge_duplicates(ctx.diagnostics), key=sort_key)
+    result.summary = dict(ctx.summary)
+    return result
+
+
+def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
+    reason = stage.blocked(ctx)
+    if reason:
+        return StageStatus(stage.name, StageState.SKIPPED, 0.0, reason)
+    before = len(ctx.diagnostics)
+    started = time.perf_counter()
+    state, reason = StageState.PASSED, ""
+    try:
+        with _quiet(), (speedups.tracing(capturing=stage.name == "capture")
+                        if stage.traces else nullcontext()):
+            stage.run(ctx)
+    except StageFailed:
+        state = StageState.FAILED
+    except StageSkipped as skipped:
+        state, reason = StageState.SKIPPED, str(skipped)
+    except Exception as error:
+        logging.getLogger(__name__).debug("stage %s crashed", stage.name, exc_info=True)
+        summary = traceback.format_exception_only(type(error), error)[-1].strip()
+        ctx.report("ONNX999", f"onnxlens failed in the {stage.name} stage: {summary}")
+        state = StageState.FAILED
+    new = ctx.diagnostics[before:]
+    if state == StageState.PASSED and any(d.severity == "error" for d in new):
+        state = StageState.FAILED
+    return StageStatus(stage.name, state, time.perf_counter() - started, reason)
+
+
+class _quiet:
+    """Keep torch's warnings out of our output (each stage reports what matters).
+
+    sys.stdout and sys.stderr stay the process's own: the user's code may need real streams
+    (``faulthandler.enable()``, ``sys.stdout.reconfigure()``, ``sys.stdout.buffer``, a
+    subprocess given ``sys.stdout``), as under the plain exporter. Where the output goes is
+    the process's business: the worker sends a job's to its stderr, the CLI's ``save`` and
+    ``run`` point stdout at stderr while the user's code runs (docs/architecture.md §4)."""
+
+    def __enter__(self) -> None:
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.simplefilter("ignore")
+
+    def __exit__(self, *exc: Any) -> None:
+        self._warnings.__exit__(*exc)

@@ -1,0 +1,246 @@
+"""Stage 1: import the module, evaluate the annotation, build the target, run eager forward."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from exporter.findings.diagnostics import Location, Range
+from exporter.pipeline.context import CheckContext, Loaded
+from exporter.pipeline.example_inputs import fresh_copy
+from exporter.pipeline.stages.base import StageFailed
+from exporter.pipeline.user_modules import ImportedFile, import_file
+from exporter.source.traces import exception_frames
+
+EVALUATED_KEYS = ("args", "kwargs", "dynamic_shapes", "init", "input_names", "output_names",
+                  "opset", "atol", "rtol", "custom_translation_table")
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+def run(ctx: CheckContext) -> None:
+    imported = _import(ctx)
+    _evaluate_options(ctx, imported.module)
+    model, args, kwargs, dynamic_shapes = _build(ctx, _definition(ctx, imported))
+    eager_outputs = _eager_forward(ctx, model, args, kwargs)
+    ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs)
+
+
+def _import(ctx: CheckContext) -> ImportedFile:
+    try:
+        imported = import_file(ctx.target.path, ctx.workspace, ctx.sources)
+    except SyntaxError as error:
+        ctx.report("ONNX002", f"Importing the module failed: {_describe(error)}",
+                   _syntax_location(ctx, error))
+        raise StageFailed from error
+    except (Exception, SystemExit) as error:
+        ctx.report("ONNX002", f"Importing the module failed: {_describe(error)}",
+                   ctx.map_frames(exception_frames(error)))
+        raise StageFailed from error
+    return imported
+
+
+def _definition(ctx: CheckContext, imported: ImportedFile) -> Any:
+    """The class or function the target's own definition made. The module holds a later
+    binding of the same name instead when one follows (two top-level ``class A``): then the
+    class built at the target's lines is taken; a rebound function cannot be reached."""
+    target = ctx.target
+    if target.rebound_at is None:
+        factory = getattr(imported.module, target.symbol, None)
+        if factory is None:
+            ctx.report("ONNX003", f"`{target.symbol}` is not defined after importing the module.")
+            raise StageFailed
+        return factory
+    if target.kind == "class":
+        built = [cls for (name, line), cls in imported.classes.items()
+                 if name == target.symbol
+                 and target.first_line <= line <= target.definition.start.line]
+        if built:
+            return built[-1]
+    else:
+        function = _plain_function(ctx, imported.module)
+        if function is not None:
+            return function
+    ctx.report("ONNX001", f"`{target.symbol}` is bound again at line {target.rebound_at}, so "
+               "after the import the name no longer refers to this definition and it cannot "
+               "be checked; give one of them another name.")
+    raise StageFailed
+
+
+def _syntax_location(ctx: CheckContext, error: SyntaxError) -> Location | None:
+    if not error.filename or not error.lineno:
+        return None
+    column = max(error.offset or 1, 1)
+    end = error.end_offset if error.end_offset and error.end_offset > column else column + 1
+    if error.end_lineno and error.end_lineno != error.lineno:
+        end = column + 1
+    return Location(Path(error.filename), Range.of(error.lineno, column, error.lineno, end))
+
+
+def _device_context(ctx: CheckContext) -> contextlib.AbstractContextManager[Any]:
+    return torch.device("meta") if ctx.weightless else contextlib.nullcontext()
+
+
+def _evaluate_options(ctx: CheckContext, module: types.ModuleType) -> None:
+    namespace = vars(module)
+    failed = False
+    for key in EVALUATED_KEYS:
+        option = ctx.target.options.get(key)
+        if option is None:
+            continue
+        try:
+            with _device_context(ctx):
+                ctx.options[key] = eval(compile(option.source, str(ctx.target.path), "eval"),
+                                        namespace)
+        except (Exception, SystemExit) as error:
+            ctx.report("ONNX001", f"Evaluating `{key}={option.source}` raised {_describe(error)}",
+                       Location(ctx.target.path, option.range))
+            failed = True
+    for key in ("name", "weights", "training"):
+        if key in ctx.target.options:
+            ctx.options[key] = ctx.target.literal(key)
+    if failed:
+        raise StageFailed
+    _check_option_types(ctx)
+
+
+def _check_option_types(ctx: CheckContext) -> None:
+    expectations: dict[str, tuple[type | tuple[type, ...], str]] = {
+        "args": (tuple, "a tuple of example inputs, e.g. `args=(torch.randn(2, 8),)`"),
+        "kwargs": (dict, "a dict of keyword example inputs"),
+        "init": (dict, "a dict of constructor keyword arguments"),
+        "custom_translation_table": (dict, "a dict {torch op: onnxscript function}"),
+        "opset": (int, "an int"),
+        "atol": ((int, float), "a number"),
+        "rtol": ((int, float), "a number"),
+    }
+    bad = False
+    for key, (kind, description) in expectations.items():
+        if key in ctx.options and not isinstance(ctx.options[key], kind):
+            value = ctx.options[key]
+            ctx.report("ONNX001", f"`{key}` must be {description}, not {type(value).__name__}.",
+                       ctx.option_location(key))
+            bad = True
+    if bad:
+        raise StageFailed
+
+
+def _plain_function(ctx: CheckContext, module: types.ModuleType) -> Any:
+    """The target's own function when a later definition took its name: rebuilt from its
+    code object in the module's namespace, as ``def`` would make it. Only for a function with
+    no decorator and no parameters (what ``def`` adds beyond the code is then nothing)."""
+    target = ctx.target
+    if target.first_line != target.definition.start.line:
+        return None  # decorated
+    try:
+        code = compile(ctx.sources.read(target.path), str(target.path), "exec")
+    except (SyntaxError, ValueError, OSError):
+        return None
+    for constant in code.co_consts:
+        if (isinstance(constant, types.CodeType) and constant.co_name == target.symbol
+                and constant.co_firstlineno == target.first_line
+                and not (constant.co_argcount or constant.co_kwonlyargcount
+                         or constant.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+                and not constant.co_freevars):
+            return types.FunctionType(constant, vars(module), target.symbol)
+    return None
+
+
+def _build(ctx: CheckContext, factory: Any) -> tuple[torch.nn.Module, tuple, dict[str, Any], Any]:
+    """The model in eval (or training) mode, its example args and kwargs, its dynamic shapes."""
+    try:
+        with _device_context(ctx):
+            built = _call_factory(ctx, factory)
+    except StageFailed:
+        raise
+    except (Exception, SystemExit) as error:
+        what = "Constructing" if ctx.target.kind == "class" else "Calling"
+        ctx.report("ONNX003", f"{what} `{ctx.target.symbol}` raised {_describe(error)}",
+                   ctx.map_frames(exception_frames(error)))
+        raise StageFailed from error
+    model, args, kwargs = built
+    if not isinstance(model, torch.nn.Module):
+        ctx.report("ONNX003", f"`{ctx.target.symbol}` gave a {type(model).__name__}, "
+                   "not a torch.nn.Module.")
+        raise StageFailed
+    model = model.train() if ctx.option("training", False) else model.eval()
+    dynamic_shapes = None
+    if "dynamic_shapes" in ctx.options:
+        dynamic_shapes = ctx.options["dynamic_shapes"]
+    elif ctx.target.exportable_module:
+        dynamic_shapes = model.dynamic_shapes()
+    for key in ("input_names", "output_names"):
+        if key not in ctx.options and ctx.target.exportable_module:
+            ctx.options[key] = getattr(model, key)()
+    ctx.summary["parameters"] = sum(p.numel() for p in model.parameters())
+    return model, args, kwargs, dynamic_shapes
+
+
+def _call_factory(ctx: CheckContext, factory: Any) -> tuple[Any, tuple, dict[str, Any]]:
+    args = ctx.options.get("args")
+    kwargs = ctx.options.get("kwargs")
+    if ctx.target.kind == "class":
+        model = factory(**ctx.options.get("init", {}))
+    else:
+        produced = factory()
+        model = produced
+        if isinstance(produced, tuple):
+            if not 2 <= len(produced) <= 3:
+                ctx.report("ONNX003", f"`{ctx.target.symbol}()` returned a tuple of "
+                           f"{len(produced)}; return a module, (module, args) or "
+                           "(module, args, kwargs).")
+                raise StageFailed
+            model = produced[0]
+            args = produced[1] if args is None else args
+            if len(produced) == 3 and kwargs is None:
+                kwargs = produced[2]
+    if args is None and ctx.target.exportable_module and isinstance(model, torch.nn.Module):
+        args, kwargs_from_model = model.example_arguments()
+        kwargs = kwargs if kwargs is not None else kwargs_from_model
+    if args is None:
+        ctx.report("ONNX001", f"`{ctx.target.name}` has no example inputs: add "
+                   "`args=(...)` to the pragma (or return (module, args) from the function).",
+                   Location(ctx.target.path, ctx.target.pragma or ctx.target.definition))
+        raise StageFailed
+    if not isinstance(args, tuple):
+        args = tuple(args) if isinstance(args, list) else (args,)
+    return model, args, dict(kwargs or {})
+
+
+_META_LIMITATIONS = ("meta tensor", "'Meta' backend", "meta device")
+
+
+def _needs_values(error: BaseException) -> bool:
+    """Whether ``error`` is a meta tensor's lack of values, not a problem of the model."""
+    text = str(error)
+    return isinstance(error, (RuntimeError, NotImplementedError)) and any(
+        phrase in text for phrase in _META_LIMITATIONS)
+
+
+def _eager_forward(ctx: CheckContext, model: torch.nn.Module, args: tuple,
+                   kwargs: dict[str, Any]) -> Any:
+    """The model's outputs on a fresh copy of the example; a failure here ends the check
+    (capture would only fail the same way)."""
+    args, kwargs = fresh_copy(args, kwargs)
+    try:
+        with torch.no_grad():
+            return model(*args, **kwargs)
+    except (Exception, SystemExit) as error:
+        if ctx.weightless and _needs_values(error):
+            # weights="none" runs the forward on meta tensors, which hold no values: code that
+            # reads one (`.item()`, as transformers' mask helpers do outside tracing) cannot
+            # run eagerly here but may export well. Capture decides; no eager outputs are
+            # needed (the stages that compare them need real weights).
+            return None
+        ctx.report("ONNX004", f"The model fails in eager PyTorch with the example inputs: "
+                   f"{_describe(error)}", ctx.map_frames(exception_frames(error)))
+        raise StageFailed from error

@@ -1,0 +1,30 @@
+"""Stage 5: create an ONNX Runtime session and run it on the example inputs."""
+
+from __future__ import annotations
+
+import time
+
+from exporter.pipeline import ort_runner
+from exporter.pipeline.context import CheckContext, Ran
+from exporter.pipeline.example_inputs import fresh_copy
+from exporter.pipeline.locating import report_at_node
+from exporter.pipeline.stages.base import StageFailed
+
+
+def run(ctx: CheckContext) -> None:
+    translated, loaded = ctx.need_translated(), ctx.need_loaded()
+    try:
+        session = ort_runner.create_session(translated.model_proto, translated.model_bytes,
+                                            translated.weights)
+    except Exception as error:
+        report_at_node(ctx, "ONNX401", "ONNX Runtime cannot create a session", str(error))
+        raise StageFailed from error
+    try:
+        started = time.perf_counter()
+        outputs = ort_runner.run(
+            session, ort_runner.flat_inputs(*fresh_copy(loaded.args, loaded.kwargs)))
+        ctx.summary["ort_run_ms"] = (time.perf_counter() - started) * 1000
+        ctx.ran = Ran(session, outputs)
+    except Exception as error:
+        report_at_node(ctx, "ONNX402", "ONNX Runtime failed to run the model", str(error))
+        raise StageFailed from error

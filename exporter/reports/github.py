@@ -1,0 +1,70 @@
+"""``onnxlens check --format github``: one GitHub Actions workflow command per finding, and a
+markdown table of every finding for the job's step summary (GitHub shows at most 10
+annotations of a kind per step; the summary has room for all of them).
+
+Workflow commands: https://docs.github.com/actions/reference/workflow-commands-for-github-actions
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from exporter.findings.diagnostics import Diagnostic, sort_key
+from exporter.findings.rules import RULES, Severity
+from exporter.reports.render import display_path, printable
+
+_COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def _escape_data(text: str) -> str:
+    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(diagnostic: Diagnostic) -> str:
+    """``::error file=…,line=…,col=…,endLine=…,endColumn=…,title=ONNX201::message``"""
+    rng = diagnostic.location.range
+    properties = {
+        "file": display_path(diagnostic.location.path),
+        "line": rng.start.line, "col": rng.start.column,
+        "endLine": rng.end.line, "endColumn": rng.end.column,
+        "title": diagnostic.rule,
+    }
+    listed = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
+    message = diagnostic.message
+    if diagnostic.hint:
+        message += f"\n{diagnostic.hint}"
+    return f"::{_COMMANDS[Severity(diagnostic.severity)]} {listed}::{_escape_data(message)}"
+
+
+def workflow_commands(diagnostics: list[Diagnostic]) -> str:
+    return "".join(annotation(d) + "\n" for d in sorted(diagnostics, key=sort_key))
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def step_summary(diagnostics: list[Diagnostic], summary_line: str) -> str:
+    """Markdown for ``$GITHUB_STEP_SUMMARY``: the summary line and a table of every finding."""
+    lines = ["## onnxlens", "", summary_line.strip(), ""]
+    if diagnostics:
+        lines += ["| Rule | Severity | Location | Message |", "|---|---|---|---|"]
+        for diagnostic in sorted(diagnostics, key=sort_key):
+            start = diagnostic.location.range.start
+            where = f"{display_path(diagnostic.location.path)}:{start.line}:{start.column}"
+            rule = RULES[diagnostic.rule]
+            name = f"[{rule.id}]({rule.doc_url})" if rule.doc_url else rule.id
+            lines.append(f"| {name} | {Severity(diagnostic.severity).value} "
+                         f"| `{_cell(where)}` | {_cell(printable(diagnostic.message))} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def append_step_summary(path: Path, text: str) -> None:
+    """GitHub gives each step its own file; appending keeps what earlier commands wrote."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text)

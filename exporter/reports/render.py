@@ -1,0 +1,199 @@
+"""Text (compiler-style) and JSON renderings of a check result."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from exporter.findings.diagnostics import Diagnostic, Location, Range, sort_key
+from exporter.findings.result import CheckResult
+from exporter.findings.rules import RULES, Severity
+from exporter.source.text import line_text
+
+JSON_VERSION = 1
+
+
+def display_path(path: Path, base: Path | None = None) -> str:
+    """The path relative to ``base`` (default: the working directory) when it is inside,
+    else as given."""
+    base = (base or Path.cwd()).resolve()
+    try:
+        return path.resolve().relative_to(base).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# C0 controls but tab and newline, DEL, C1 controls: ESC starts ANSI and OSC sequences
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal or a CI log: control characters a model's message (or a
+    source line) holds are shown escaped (``\x1b``), never sent raw, so that no ANSI or OSC
+    sequence from the user's code recolours, retitles or rewrites the user's terminal."""
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], text)
+
+
+#: reported only when ``select`` names them (as ruff's RUF100): unused suppressions, and
+#: the draft-capture warning whose fact every capture error it follows already carries
+OFF_BY_DEFAULT = frozenset({"ONNX006", "ONNX106"})
+
+
+def filter_rules(
+    diagnostics: Iterable[Diagnostic], select: list[str] | None, ignore: list[str] | None
+) -> list[Diagnostic]:
+    """``select``/``ignore`` take ids or prefixes (``ONNX2`` = every translate rule)."""
+
+    def matches(rule: str, patterns: list[str]) -> bool:
+        return any(rule.startswith(pattern) for pattern in patterns)
+
+    kept = []
+    for diagnostic in diagnostics:
+        if select and not matches(diagnostic.rule, select):
+            continue
+        if not select and diagnostic.rule in OFF_BY_DEFAULT:
+            continue
+        if ignore and matches(diagnostic.rule, ignore):
+            continue
+        kept.append(diagnostic)
+    return kept
+
+
+def apply_severity(diagnostics: Iterable[Diagnostic],
+                   overrides: dict[str, str] | None) -> list[Diagnostic]:
+    """``{"ONNX106": "info", "ONNX5": "warning"}``: ids or prefixes, the longest one wins."""
+    if not overrides:
+        return list(diagnostics)
+    changed = []
+    for diagnostic in diagnostics:
+        matching = [key for key in overrides if diagnostic.rule.startswith(key)]
+        if matching:
+            level = Severity(overrides[max(matching, key=len)])
+            diagnostic = replace(diagnostic, severity=level)
+        changed.append(diagnostic)
+    return changed
+
+
+# -- text ------------------------------------------------------------------------------------
+
+def _position(location: Location) -> str:
+    start = location.range.start
+    return f"{display_path(location.path)}:{start.line}:{start.column}"
+
+
+def _excerpt(location: Location) -> list[str]:
+    rng = location.range
+    text = line_text(location.path, rng.start.line)
+    if not text:
+        return []
+    gutter = str(rng.start.line)
+    end_column = rng.end.column if rng.end.line == rng.start.line else len(text) + 1
+    width = max(end_column - rng.start.column, 1)
+    pad = " " * len(gutter)
+    return [f" {gutter} | {text.rstrip()}",
+            f" {pad} | {' ' * (rng.start.column - 1)}{'^' * width}"]
+
+
+def format_diagnostic(diagnostic: Diagnostic) -> str:
+    severity = Severity(diagnostic.severity).value
+    count = f" (x{diagnostic.count})" if diagnostic.count > 1 else ""
+    lines = [f"{_position(diagnostic.location)}: {severity}[{diagnostic.rule}]: "
+             f"{diagnostic.message}{count}"]
+    lines += _excerpt(diagnostic.location)
+    for related in diagnostic.related:
+        lines.append(f"   note: {_position(related.location)}: {related.message}")
+    if diagnostic.hint:
+        lines.append(f"   help: {diagnostic.hint}")
+    rule = RULES[diagnostic.rule]
+    lines.append(f"   docs: {rule.doc_url or f'onnxlens rule {rule.id}'}")
+    return printable("\n".join(lines))
+
+
+def format_text(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
+    if not diagnostics:
+        return format_summary(result, diagnostics)
+    return format_findings(diagnostics) + "\n\n" + format_summary(result, diagnostics)
+
+
+def format_findings(diagnostics: list[Diagnostic]) -> str:
+    return "\n\n".join(format_diagnostic(d) for d in sorted(diagnostics, key=sort_key))
+
+
+def format_summary(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
+    errors = sum(1 for d in diagnostics if d.severity == Severity.ERROR)
+    warnings = sum(1 for d in diagnostics if d.severity == Severity.WARNING)
+    failing = {(d.target, _target_file(result, d)) for d in diagnostics
+               if d.severity == Severity.ERROR and d.target}
+    summary = (f"Checked {len(result.targets)} target(s) in {len(result.files)} file(s): "
+               f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')}"
+               f"{f' ({len(failing)} target(s) failing)' if failing else ''}.")
+    return summary + "\n"
+
+
+def _target_file(result: CheckResult, diagnostic: Diagnostic) -> Path:
+    for target in result.targets:
+        if diagnostic in target.diagnostics:
+            return target.path
+    return diagnostic.location.path
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+# -- JSON ------------------------------------------------------------------------------------
+
+def _range_json(range_: Range) -> dict[str, dict[str, int]]:
+    return {"start": {"line": range_.start.line, "column": range_.start.column},
+            "end": {"line": range_.end.line, "column": range_.end.column}}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Range):
+        return _range_json(value)
+    if isinstance(value, Path):
+        return display_path(value)
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    return value
+
+
+def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
+    data = dict(diagnostic.data)
+    if "fix" in data:
+        data["fix"] = {**data["fix"], "path": display_path(Path(data["fix"]["path"]))}
+    return {
+        "rule": diagnostic.rule,
+        "severity": Severity(diagnostic.severity).value,
+        "message": diagnostic.message,
+        "path": display_path(diagnostic.location.path),
+        "range": _range_json(diagnostic.location.range),
+        "target": diagnostic.target,
+        "stage": diagnostic.stage,
+        "related": [{"path": display_path(r.location.path), "range": _range_json(r.location.range),
+                     "message": r.message} for r in diagnostic.related],
+        "hint": diagnostic.hint,
+        "count": diagnostic.count,
+        "url": RULES[diagnostic.rule].doc_link,
+        "data": _jsonable(data),
+    }
+
+
+def result_json(result: CheckResult, diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    return {
+        "version": JSON_VERSION,
+        "targets": [{
+            "name": target.name,
+            "path": display_path(target.path),
+            "range": _range_json(target.definition),
+            "ok": target.ok,
+            "stages": [status.as_dict() for status in target.stages],
+            "summary": _jsonable(target.summary),
+        } for target in result.targets],
+        "diagnostics": [diagnostic_json(d) for d in sorted(diagnostics, key=sort_key)],
+    }

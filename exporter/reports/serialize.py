@@ -1,0 +1,114 @@
+"""Check results as plain JSON data and back: how the export worker hands results to the
+language server (which never imports torch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from exporter.findings.diagnostics import Diagnostic, Location, Range, Related
+from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
+from exporter.findings.rules import Severity
+
+
+def range_to_data(range_: Range) -> list[int]:
+    return [range_.start.line, range_.start.column, range_.end.line, range_.end.column]
+
+
+def range_from_data(data: list[int]) -> Range:
+    return Range.of(*data)
+
+
+def _location_to_data(location: Location) -> dict[str, Any]:
+    return {"path": str(location.path), "range": range_to_data(location.range)}
+
+
+def _location_from_data(data: dict[str, Any]) -> Location:
+    return Location(Path(data["path"]), range_from_data(data["range"]))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Range):
+        return {"$range": range_to_data(value)}
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)
+
+
+def _from_jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"$range"}:
+            return range_from_data(value["$range"])
+        return {key: _from_jsonable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_from_jsonable(item) for item in value]
+    return value
+
+
+def diagnostic_to_data(diagnostic: Diagnostic) -> dict[str, Any]:
+    return {
+        "rule": diagnostic.rule,
+        "message": diagnostic.message,
+        "location": _location_to_data(diagnostic.location),
+        "target": diagnostic.target,
+        "severity": Severity(diagnostic.severity).value,
+        "related": [{"location": _location_to_data(r.location), "message": r.message}
+                    for r in diagnostic.related],
+        "hint": diagnostic.hint,
+        "count": diagnostic.count,
+        "data": _jsonable(diagnostic.data),
+    }
+
+
+def diagnostic_from_data(data: dict[str, Any]) -> Diagnostic:
+    return Diagnostic(
+        data["rule"], data["message"], _location_from_data(data["location"]),
+        target=data["target"], severity=Severity(data["severity"]),
+        related=tuple(Related(_location_from_data(r["location"]), r["message"])
+                      for r in data["related"]),
+        hint=data["hint"], count=data["count"], data=_from_jsonable(data["data"]),
+    )
+
+
+def target_to_data(target: TargetResult) -> dict[str, Any]:
+    return {
+        "name": target.name,
+        "path": str(target.path),
+        "definition": range_to_data(target.definition),
+        "stages": [status.as_dict() for status in target.stages],
+        "diagnostics": [diagnostic_to_data(d) for d in target.diagnostics],
+        "summary": _jsonable(target.summary),
+    }
+
+
+def target_from_data(data: dict[str, Any]) -> TargetResult:
+    return TargetResult(
+        name=data["name"], path=Path(data["path"]),
+        definition=range_from_data(data["definition"]),
+        stages=[StageStatus(s["name"], StageState(s["state"]), s["seconds"], s["reason"])
+                for s in data["stages"]],
+        diagnostics=[diagnostic_from_data(d) for d in data["diagnostics"]],
+        summary=_from_jsonable(data["summary"]),
+    )
+
+
+def result_to_data(result: CheckResult) -> dict[str, Any]:
+    return {
+        "targets": [target_to_data(t) for t in result.targets],
+        "file_diagnostics": [diagnostic_to_data(d) for d in result.file_diagnostics],
+        "files": [str(p) for p in result.files],
+    }
+
+
+def result_from_data(data: dict[str, Any]) -> CheckResult:
+    return CheckResult(
+        targets=[target_from_data(t) for t in data["targets"]],
+        file_diagnostics=[diagnostic_from_data(d) for d in data["file_diagnostics"]],
+        files=[Path(p) for p in data["files"]],
+    )

@@ -1,0 +1,178 @@
+"""The torch layer: every private capability falls back on its own without a false error, the
+public fallbacks do what torch.onnx.export does, and a user on an untested or degraded torch
+is told so once (CLI stderr, JSON field)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from exporter import versions
+from exporter.pipeline.session import ExportSession
+from exporter.toolchain import speedups, torch_compat
+from tests.conftest import FIXTURES, REPO
+from tests.exporter.pipeline.test_fixture_diagnostics import EXPECTED
+
+
+def _errors(result) -> list[str]:
+    return sorted(d.rule for d in result.diagnostics if d.severity.value == "error")
+
+
+@pytest.fixture(scope="module")
+def results_without_capabilities():
+    """Every fixture checked with every private capability forced off (speed patches on)."""
+    os.environ[torch_compat.ENVIRONMENT_VARIABLE] = "all"
+    try:
+        session = ExportSession()
+        results = {}
+        for name in EXPECTED:
+            workspace, _, file = name.rpartition("/")
+            results[name] = session.check_file(FIXTURES / workspace / file, FIXTURES / workspace)
+    finally:
+        del os.environ[torch_compat.ENVIRONMENT_VARIABLE]
+    return results
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_no_false_error_and_no_missed_failure_without_private_capabilities(
+        results_without_capabilities, name):
+    """A fixture torch.onnx.export exports cleanly stays clean; one that fails still fails
+    (its diagnostics may be coarser: torch's first error instead of every problem)."""
+    expected_errors = [row for row in EXPECTED[name] if row[-1] == "error"]
+    errors = _errors(results_without_capabilities[name])
+    if expected_errors:
+        assert errors, f"{name}: a failing export called clean without the private capabilities"
+    else:
+        assert errors == [], f"{name}: false error without the private capabilities"
+
+
+@pytest.mark.parametrize("spec", [
+    ({0: "batch"},),
+    ({0: "batch", 1: "sequence"}, {"mask": {0: "batch"}}),
+    [{0: "b"}, None, [None, "n"]],
+    {"x": {0: "batch"}, "y": (None, "s")},
+    ({0: torch.export.Dim("b")}, {1: "free"}),
+    (None, None),
+])
+def test_string_dims_fall_back_to_what_torch_onnx_converts(spec, monkeypatch):
+    from torch.onnx._internal.exporter import _dynamic_shapes
+
+    monkeypatch.setenv(torch_compat.ENVIRONMENT_VARIABLE, "string-dims")
+    assert torch_compat.dynamic_shapes_for_export(spec) == \
+        _dynamic_shapes.convert_str_to_export_dim(spec)[0]
+
+
+def test_walking_nested_values_falls_back_to_the_same_leaves(monkeypatch):
+    nested = ((torch.ones(1), [torch.zeros(2), None]), {"a": torch.ones(3), "b": (4,)})
+    with_pytree = torch_compat.tree_leaves(nested)
+    mapped = torch_compat.tree_map(lambda leaf: leaf, nested)
+    monkeypatch.setenv(torch_compat.ENVIRONMENT_VARIABLE, "pytree")
+    assert not torch_compat.available("pytree")
+    assert [id(leaf) for leaf in torch_compat.tree_leaves(nested) if leaf is not None] == \
+        [id(leaf) for leaf in with_pytree if leaf is not None]
+    assert repr(torch_compat.tree_map(lambda leaf: leaf, nested)) == repr(mapped)
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    code = "import sys\nfrom onnxlens.cli import main\nsys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          cwd=REPO, env={**os.environ, **(env or {})}, timeout=600)
+
+
+def test_a_degraded_capability_is_said_once_on_stderr_and_in_json():
+    run = _cli("check", "examples/mlp.py", "--format", "json",
+               env={torch_compat.ENVIRONMENT_VARIABLE: "staged-translation"})
+    assert run.returncode == 0, run.stderr
+    lines = [line for line in run.stderr.splitlines() if line.startswith("onnxlens:")]
+    assert len(lines) == 1, run.stderr
+    assert "degraded: the public torch.onnx.export translates" in lines[0]
+    assert "[staged-translation: turned off by ONNXLENS_CAPABILITIES_OFF]" in lines[0]
+    toolchain = json.loads(run.stdout)["toolchain"]
+    assert toolchain["message"] == lines[0]
+    assert toolchain["capabilities"]["staged-translation"].startswith("turned off")
+    assert toolchain["packages"]["torch"] == torch.__version__
+
+
+def test_a_tested_torch_checks_silently():
+    run = _cli("check", "examples/mlp.py")
+    assert run.returncode == 0
+    assert not [line for line in run.stderr.splitlines() if line.startswith("onnxlens:")]
+
+
+_UNTESTED = ("from exporter import versions\n"
+             "versions.TESTED_TORCH = (versions.TorchRelease('1.0.0'),)")
+
+
+def test_an_untested_torch_is_named_and_keeps_only_patches_that_give_the_same_onnx(tmp_path):
+    # the CLI's export worker is a process of its own: the pretence starts with every
+    # interpreter (sitecustomize), not only the CLI's
+    (tmp_path / "sitecustomize.py").write_text(_UNTESTED + "\n")
+    path = os.pathsep.join([str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")])
+    run = _cli("check", "examples/mlp.py", "--format", "json", env={"PYTHONPATH": path})
+    assert run.returncode == 0, run.stderr
+    message = (f"onnxlens: torch {torch.__version__} is not a version onnxlens is tested with "
+               "(1.0.0); every capability passed its probe.")
+    assert message in run.stderr.splitlines()
+    toolchain = json.loads(run.stdout)["toolchain"]
+    assert toolchain["torch_tested"] is False
+    # on this torch every patch does give byte-identical ONNX: all were kept after comparing
+    assert toolchain["speedups"] == {s.name: "" for s in speedups.SPEEDUPS}
+
+
+def test_a_patch_that_changes_the_onnx_is_dropped_on_an_untested_torch(session, monkeypatch):
+    """The comparison catches a patch that changes the model (here: the producer version
+    torch writes into it)."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def other_producer():
+        with monkeypatch.context() as patch:
+            patch.setattr(torch, "__version__", "0.0.0-patched")
+            yield
+
+    changes = speedups.Speedup("changes-the-model", "tracing", lambda: None, other_producer)
+    keeps = next(s for s in speedups.SPEEDUPS if s.name == "plain-list-attributes")
+    monkeypatch.setattr(speedups, "SPEEDUPS", (changes, keeps))
+    monkeypatch.setattr(speedups, "_UNVERIFIED", {"changes-the-model": "untested",
+                                                  "plain-list-attributes": "untested"})
+    monkeypatch.setattr(speedups.shortcuts, "SHORTCUTS",
+                        {**speedups.shortcuts.SHORTCUTS, "changes-the-model": "test"})
+    session.probe_toolchain()
+    assert speedups.why_off(keeps) is None
+    assert "exports to other ONNX" in speedups.why_off(changes)
+
+
+def test_version_lists_the_toolchain_and_what_is_on():
+    run = _cli("--version")
+    assert run.returncode == 0
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("onnxlens ")
+    assert f"torch {torch.__version__}" in lines
+    assert any(line.startswith("onnxruntime ") for line in lines)
+    assert "capabilities on: " + ", ".join(torch_compat.CAPABILITIES) in lines
+    assert "speed patches on: " + ", ".join(s.name for s in speedups.SPEEDUPS) in lines
+
+
+def test_the_install_plan_pins_the_primary_torch_and_takes_cpu_wheels_on_linux():
+    plan = versions.install_plan(["torch", "onnxruntime"], system="Linux")
+    primary = versions.PRIMARY_TORCH.version
+    assert plan.commands == [
+        ["install", f"torch=={primary}", "--index-url", versions.CPU_INDEX_URL],
+        ["install", "onnxruntime", f"torch=={primary}"]]
+    assert plan.description == (f"pip will install torch {primary} (CPU build, from "
+                                f"{versions.CPU_INDEX_URL}) and onnxruntime")
+    assert versions.install_plan(["torch"], system="Darwin").commands == [
+        ["install", f"torch=={primary}"]]
+    assert versions.install_plan(["onnx"], system="Linux").commands == [["install", "onnx"]]
+
+
+def test_this_torch_is_one_of_the_tested_versions():
+    """Both CI legs run a torch that exporter/versions.py lists."""
+    assert versions.is_tested(torch.__version__)
+    assert versions.is_tested("2.13.0+cpu") and versions.is_tested("2.14.1+cu130")
+    assert not versions.is_tested("2.15.0") and not versions.is_tested("2.1.0")
