@@ -35,7 +35,6 @@ import inspect
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import traceback
@@ -46,15 +45,13 @@ from typing import Any
 
 from tests.corpus.common import (
     CACHE,
-    PYTHON,
-    REPO,
-    child_env,
     dumps,
     file_hash,
     from_json,
     sha256,
     versions,
 )
+from tests.corpus.truth_process import run_truth_process
 
 # The phases in the order they run; a failure is attributed to the first phase that fails.
 LOAD_PHASES = ("import", "annotation", "build", "eager")
@@ -736,22 +733,18 @@ def cache_key(path: Path, target: str) -> str:
 
 def run_truth(path: Path, target: str, root: Path, *, timeout: float = DEFAULT_TIMEOUT,
               use_cache: bool = True) -> TruthResult:
-    """The truth of one target, from the cache or from a fresh subprocess."""
+    """The truth of one target, from the cache or from a process of its own
+    (``tests/corpus/truth_process.py``)."""
     cache_file = CACHE / "truth" / f"{cache_key(path, target)}.json"
     if use_cache and cache_file.is_file():
         result = from_json(TruthResult, json.loads(cache_file.read_text()))
         result.cached = True
         return result
-    command = [str(PYTHON), "-m", "tests.corpus.truth", str(path), target, "--root", str(root)]
     started = time.perf_counter()
-    try:
-        process = subprocess.run(command, cwd=REPO, env=child_env(), capture_output=True,
-                                 text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as expired:
-        stderr = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) \
-            else expired.stderr or ""
+    process = run_truth_process([str(path), target, "--root", str(root)], timeout)
+    if process.returncode is None:
         return TruthResult(str(path), target, "timeout", note=f"no result after {timeout:g} s "
-                           f"(in phase {_last_phase(stderr)})", wall_seconds=timeout,
+                           f"(in phase {_last_phase(process.stderr)})", wall_seconds=timeout,
                            versions=versions())
     wall = time.perf_counter() - started
     lines = process.stdout.strip().splitlines()
