@@ -54,7 +54,8 @@ bash "$repo/tools/sarif/install.sh" >/dev/null
 "$venv/bin/lint-imports" --no-cache  # the import contracts: [tool.importlinter]
 phase_done "sarif tools, ruff, mypy, import contracts"
 
-parallel=(-n "${ONNXLENS_TEST_WORKERS:-auto}" --dist loadscope --corpus)
+# --durations: the slowest tests of each leg, for the next person who makes CI faster
+parallel=(-n "${ONNXLENS_TEST_WORKERS:-auto}" --dist loadscope --corpus --durations=20)
 
 set +e
 "$venv/bin/python" -m pytest "${parallel[@]}" "$@"
