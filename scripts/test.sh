@@ -3,11 +3,12 @@
 # packages, code-server, Chromium), checks ruff, mypy and the import contracts (settings in
 # pyproject.toml), runs pytest on the primary torch, then the tests that depend on torch
 # (marked `every_torch` in tests/conftest.py) again on every other tested torch
-# (exporter/versions.py; each in a venv of its own that scripts/setup.sh installs), then the
-# VS Code extension's tests; at the end, how long each part took. Extra arguments go to
-# pytest.
-# pytest runs in ONNXLENS_TEST_WORKERS processes (pytest-xdist; default: one per core, each
-# test module in one process so that its server and fixtures start once; 0 runs in-process).
+# (exporter/versions.py; each in a venv of its own that scripts/setup.sh installs) with the
+# VS Code extension's tests beside them; at the end, how long each part took. Extra arguments
+# go to pytest.
+# pytest runs in ONNXLENS_TEST_WORKERS processes (pytest-xdist; default: one more than the
+# cores, each test module in one process so that its server and fixtures start once; 0 runs
+# in-process).
 # ONNXLENS_SKIP_OTHER_TORCH=1 leaves the other torches out (e.g. while working on one part).
 set -euo pipefail
 
@@ -54,8 +55,11 @@ bash "$repo/tools/sarif/install.sh" >/dev/null
 "$venv/bin/lint-imports" --no-cache  # the import contracts: [tool.importlinter]
 phase_done "sarif tools, ruff, mypy, import contracts"
 
-# --durations: the slowest tests of each leg, for the next person who makes CI faster
-parallel=(-n "${ONNXLENS_TEST_WORKERS:-auto}" --dist loadscope --corpus --durations=20)
+# One pytest process more than the cores: many tests wait (on a worker's start, a timeout, the
+# editor's debounce), and a third process fills those gaps. --durations: the slowest tests of
+# each leg, for the next person who makes CI faster.
+workers="${ONNXLENS_TEST_WORKERS:-$(( $(nproc) + 1 ))}"
+parallel=(-n "$workers" --dist loadscope --corpus --durations=20)
 
 set +e
 "$venv/bin/python" -m pytest "${parallel[@]}" "$@"
@@ -67,6 +71,20 @@ if [ "$status" -eq 5 ]; then
 fi
 phase_done "pytest, torch $primary"
 
+# The VS Code extension's end-to-end tests (code-server + Chromium; mostly waiting on the
+# editor) run beside the other torches' tests, which keep the cores busy.
+# ONNXLENS_SKIP_EXTENSION=1 leaves them out (e.g. while working on the server alone).
+extension_status=0
+if [ "$extension" = 1 ]; then
+    wait "$extension_job" || extension_status=$?
+    cat "$logs/extension"
+    if [ "$extension_status" -eq 0 ]; then
+        ONNXLENS_EXTENSION_STEPS=e2e ONNXLENS_PYTHON="$venv/bin/python" \
+            bash "$repo/vscode-extension/scripts/test.sh" >"$logs/e2e" 2>&1 &
+        extension_job=$!
+    fi
+fi
+
 # The same verdicts on every torch a user has: the other tested torches, each in its venv.
 other_status=0
 wait "$others_job" || other_status=$?
@@ -76,20 +94,14 @@ for torch_version in "${others[@]}"; do
     echo "test: torch $torch_version: the tests that depend on torch"
     "$repo/.venv-torch$torch_version/bin/python" -m pytest "${parallel[@]}" \
         -m every_torch "$@" || other_status=$?
-    phase_done "pytest -m every_torch, torch $torch_version"
+    phase_done "pytest -m every_torch, torch $torch_version (the extension's end-to-end beside it)"
 done
 
-# The VS Code extension: unit tests, the .vsix, end-to-end tests in code-server + Chromium.
-# ONNXLENS_SKIP_EXTENSION=1 leaves them out (e.g. while working on the server alone).
-extension_status=0
-if [ "$extension" = 1 ]; then
+if [ "$extension" = 1 ] && [ "$extension_status" -eq 0 ]; then
     wait "$extension_job" || extension_status=$?
-    cat "$logs/extension"
-    if [ "$extension_status" -eq 0 ]; then
-        ONNXLENS_EXTENSION_STEPS=e2e ONNXLENS_PYTHON="$venv/bin/python" \
-            bash "$repo/vscode-extension/scripts/test.sh" || extension_status=$?
-    fi
-    phase_done "extension end-to-end"
+    echo "test: the extension's end-to-end tests"
+    cat "$logs/e2e"
+    phase_done "extension end-to-end (what was left of it)"
 fi
 printf 'test: %s\n' "${timings[@]}"
 if [ "$status" -ne 0 ] || [ "$other_status" -ne 0 ] || [ "$extension_status" -ne 0 ]; then

@@ -24,8 +24,10 @@ def user_docs_text() -> str:
 
 # The test modules whose outcome depends on the installed torch (its verdicts, its exports, its
 # state and capabilities): marked ``every_torch``, they run again on every other tested torch
-# (scripts/test.sh). The rest (the CLI's formats and exit codes, discovery, settings, the
-# server's scheduling and presentation) runs on the primary torch only.
+# (scripts/test.sh). A module that is mostly plumbing marks its few torch-dependent tests
+# itself (``@pytest.mark.every_torch``, e.g. tests/onnxlens/test_save_and_run.py). The rest
+# (the CLI's formats and exit codes, discovery, settings, files, timeouts, the server's
+# scheduling and presentation) runs on the primary torch only.
 EVERY_TORCH = frozenset({
     "tests/corpus/test_corpus.py",
     "tests/corpus/test_truth_process.py",
@@ -44,7 +46,6 @@ EVERY_TORCH = frozenset({
     "tests/lsp/test_warm_imports.py",
     "tests/onnxlens/test_examples.py",
     "tests/onnxlens/test_readme_examples.py",
-    "tests/onnxlens/test_save_and_run.py",
 })
 
 

@@ -69,13 +69,13 @@ def ci_corpus(workspace: Path) -> Corpus:
 
 
 def run_ci(corpus: Corpus, env: dict[str, str] | None = None, jobs: int = 2) -> Outcome:
-    """Truth and onnxlens on the subset. onnxlens checks the files of one root together
-    (``batch``), which is what keeps the subset within its time budget."""
-    return run_corpus(corpus, jobs, env=env, batch=True)
+    """Truth and onnxlens on the subset. onnxlens checks the files of one root together, in one
+    process (``batch``), which is what keeps the subset within its time budget."""
+    return run_corpus(corpus, jobs, env=env, batch=True, root_processes=1)
 
 
 def lens_verdicts(corpus: Corpus, env: dict[str, str] | None = None,
                   jobs: int = 2) -> dict[TargetKey, object]:
     """onnxlens's verdicts on the subset, as :func:`run_ci` computes them, comparable across
     environments."""
-    return _lens_verdicts(corpus, jobs, env=env, batch=True)
+    return _lens_verdicts(corpus, jobs, env=env, batch=True, root_processes=1)

@@ -64,7 +64,9 @@ def _pool(jobs: int) -> ThreadPoolExecutor:
 
 def lens_batches(corpus: Corpus, jobs: int, batch: bool) -> list[list[CorpusFile]]:
     """The files onnxlens checks together: one each, or (``batch``) the files of one root in
-    up to ``jobs`` processes, never two targets of one name in a process."""
+    up to ``jobs`` processes, never two targets of one name in a process. Each process warms
+    a worker of its own (seconds of CPU): the CI subset takes one per root (``jobs=1``), the
+    whole corpus, whose big roots take minutes each, one per job."""
     if not batch:
         return [[corpus_file] for corpus_file in corpus.files]
     by_root: dict[Path, list[CorpusFile]] = {}
@@ -111,22 +113,25 @@ def _check_and_log(files: list[CorpusFile], env: dict[str, str] | None,
 
 
 def run_lens(corpus: Corpus, jobs: int = 2, *, env: dict[str, str] | None = None,
-             batch: bool = False, log: Log | None = None) -> dict[str, LensFile]:
+             batch: bool = False, log: Log | None = None,
+             root_processes: int | None = None) -> dict[str, LensFile]:
     """onnxlens's check of every file of ``corpus`` with ``env`` added to the environment;
     keyed by file path. ``batch``: see :func:`lens_batches`."""
     found: dict[str, LensFile] = {}
     with _pool(jobs) as pool:
         for results in pool.map(lambda files: _check_and_log(files, env, log),
-                                lens_batches(corpus, jobs, batch)):
+                                lens_batches(corpus, root_processes or jobs, batch)):
             found |= results
     return found
 
 
 def lens_verdicts(corpus: Corpus, jobs: int = 2, *, env: dict[str, str] | None = None,
-                  batch: bool = False) -> dict[TargetKey, object]:
+                  batch: bool = False, root_processes: int | None = None
+                  ) -> dict[TargetKey, object]:
     """(file, target) -> onnxlens's verdict (rules, severities, locations; or the tool failure),
     comparable between two runs with different environments."""
-    return verdicts_of(run_lens(corpus, jobs, env=env, batch=batch))
+    return verdicts_of(run_lens(corpus, jobs, env=env, batch=batch,
+                                root_processes=root_processes))
 
 
 def verdicts_of(lens_files: dict[str, LensFile]) -> dict[TargetKey, object]:
@@ -144,9 +149,10 @@ def verdicts_of(lens_files: dict[str, LensFile]) -> dict[TargetKey, object]:
 
 def run_corpus(corpus: Corpus, jobs: int = 2, *, env: dict[str, str] | None = None,
                batch: bool = False, use_cache: bool = True, timeout: float = DEFAULT_TIMEOUT,
-               log: Log | None = None) -> Outcome:
+               log: Log | None = None, root_processes: int | None = None) -> Outcome:
     """Truth and onnxlens for every target, all in one pool of ``jobs`` subprocesses at a time;
-    then the agreement."""
+    then the agreement. ``root_processes``: how many onnxlens processes share the files of a
+    root when ``batch`` (default: ``jobs``; see :func:`lens_batches`)."""
     truths: dict[TargetKey, TruthResult] = {}
     lens_files: dict[str, LensFile] = {}
 
@@ -162,7 +168,8 @@ def run_corpus(corpus: Corpus, jobs: int = 2, *, env: dict[str, str] | None = No
         lens_files.update(_check_and_log(files, env, log))
 
     tasks: list[Callable[[], None]] = [lambda b=files: lens_task(b)
-                                       for files in lens_batches(corpus, jobs, batch)]
+                                       for files in lens_batches(corpus,
+                                                                 root_processes or jobs, batch)]
     tasks += [lambda f=corpus_file, t=target: truth_task(f, t)
               for corpus_file in corpus.files for target in corpus_file.targets]
     with _pool(jobs) as pool:

@@ -26,6 +26,7 @@ def in_fixtures(monkeypatch):
     monkeypatch.chdir(FIXTURES)
 
 
+@pytest.mark.every_torch  # what the export writes and ONNX Runtime runs
 def test_save_writes_a_model_that_runs(in_fixtures, tmp_path, capsys):
     output = tmp_path / "convnet.onnx"
     assert main(["save", "clean/convnet.py::ConvNet", "-o", str(output)]) == 0
@@ -47,6 +48,7 @@ def test_failed_export_leaves_the_previous_file_intact(in_fixtures, tmp_path, ca
     assert sorted(os.listdir(tmp_path)) == ["model.onnx"]
 
 
+@pytest.mark.every_torch  # what the export writes and ONNX Runtime runs
 def test_a_model_that_could_not_be_finished_is_not_saved(session, tmp_path, monkeypatch):
     """Translated, but the opset conversion (or the optimizer) failed: torch.onnx.export
     would raise, so nothing is saved (the half-finished model used to be). The save job
@@ -116,6 +118,7 @@ def test_an_empty_or_parentless_output_is_a_usage_error(in_fixtures, tmp_path, c
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.every_torch  # what the export writes and ONNX Runtime runs
 def test_external_data_past_the_threshold(in_fixtures, tmp_path):
     output = tmp_path / "tokens.onnx"
     assert main(["save", "clean/tokens.py::TokenPooler", "-o", str(output),
@@ -225,6 +228,7 @@ def test_concurrent_saves_leave_no_orphan_data_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m.onnx", location])
 
 
+@pytest.mark.every_torch  # what the export writes and ONNX Runtime runs
 def test_run_prints_outputs_comparison_and_latency(in_fixtures, capsys):
     assert main(["run", "clean/convnet.py::ConvNet", "--repeat", "5"]) == 0
     out = capsys.readouterr().out
@@ -233,6 +237,7 @@ def test_run_prints_outputs_comparison_and_latency(in_fixtures, capsys):
     assert "p50 " in out and " ms · p90 " in out and "over 5 runs" in out
 
 
+@pytest.mark.every_torch  # what the export writes and ONNX Runtime runs
 def test_run_a_saved_model_and_json(in_fixtures, tmp_path, capsys):
     output = tmp_path / "f.onnx"
     assert main(["save", "clean/factory.py::scaled", "-o", str(output)]) == 0
@@ -269,6 +274,7 @@ def test_what_the_model_prints_stays_out_of_the_json_report(tmp_path):
     assert "noise at fd 1\n" in save.stderr
 
 
+@pytest.mark.every_torch  # what the export writes and ONNX Runtime runs
 def test_run_of_a_failing_target_explains(in_fixtures, capsys):
     assert main(["run", "ort_kernel_missing/model.py::DoubleErf"]) == 1
     err = capsys.readouterr().err
