@@ -20,6 +20,13 @@ timings=()
 phase_done() { timings+=("$1 $(( SECONDS - phase_started )) s"); phase_started=$SECONDS; }
 phase_started=$SECONDS
 
+# torch's OpenMP threads (and MKL's) spin while they wait for work. With more processes than
+# cores running torch at once (the pytest workers, the corpus's truth beside onnxlens) the
+# spinning took the cores from the processes with work: a torchvision check beside the
+# corpus's truth took 116 s instead of 27 (CONTRIBUTING.md). Passive waiting changes how
+# idle threads wait, not what they compute.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+
 bash "$repo/scripts/setup.sh"
 cd "$repo"
 phase_done "setup"

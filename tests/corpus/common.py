@@ -48,11 +48,13 @@ def file_hash(path: Path) -> str:
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of every subprocess: no bytecode written next to the sources (the
-    fixtures and examples are checked in place), one thread pool per core."""
+    fixtures and examples are checked in place), one thread pool per core whose idle threads
+    sleep instead of spinning (truth and onnxlens run side by side)."""
     env = dict(os.environ)
     env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
                 "TOKENIZERS_PARALLELISM": "false", "TRANSFORMERS_VERBOSITY": "error",
                 "HF_HUB_OFFLINE": "1"})
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see scripts/test.sh: spinning threads
     env.update(extra or {})
     return env
 
