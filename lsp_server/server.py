@@ -283,8 +283,10 @@ class OnnxLensServer(LanguageServer):
 
         if self.root is None:
             return []
+        # notebooks=False: the server locates findings by line of a Python file; a notebook's
+        # cells are checked once the server syncs notebook documents (issue 27, item 2).
         return [path for path in python_files_below(self.root, self.root,
-                                                    self.settings.excluded)
+                                                    self.settings.excluded, notebooks=False)
                 if might_have_targets(path)]
 
     async def check_workspace(self) -> dict[str, int]:

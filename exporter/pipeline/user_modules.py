@@ -8,7 +8,9 @@ removed again, so the next check sees edited files afresh.
 from __future__ import annotations
 
 import builtins
+import importlib.abc
 import importlib.util
+import linecache
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from exporter.source.notebooks import is_notebook
 from exporter.source.text import Sources
 from exporter.source.traces import is_library_path
 
@@ -108,15 +111,26 @@ def _classes_built_in(path: Path, found: dict[tuple[str, int], type]) -> Iterato
         builtins.__build_class__ = build_class
 
 
+class _NotebookLoader(importlib.abc.Loader):
+    """Only gives a notebook's module a spec; :func:`_import` executes the cells."""
+
+    def exec_module(self, module: ModuleType) -> None:  # pragma: no cover - never called
+        raise ImportError("a notebook is executed by onnxlens, not imported")
+
+
 def _import(path: Path, workspace: Path, sources: Sources) -> ModuleType:
     name = _module_name(path, workspace)
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(
+        name, path, loader=_NotebookLoader() if is_notebook(path) else None)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    if not sources.unsaved(path):
+    if not sources.unsaved(path) and not is_notebook(path):
         spec.loader.exec_module(module)
-    else:  # an unsaved editor buffer: run what the user sees, under the file's name
-        exec(compile(sources.read(path), str(path), "exec"), module.__dict__)
+    else:  # an unsaved editor buffer or a notebook's cells: run them under the file's name
+        text = sources.read(path)
+        if is_notebook(path):  # tracebacks quote the cell's line, not the .ipynb's JSON
+            linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))
+        exec(compile(text, str(path), "exec"), module.__dict__)
     return module

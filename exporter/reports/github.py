@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exporter.findings.diagnostics import Diagnostic, sort_key
+from exporter.findings.diagnostics import Diagnostic, Range, sort_key
 from exporter.findings.rules import RULES, Severity
-from exporter.reports.render import display_path, printable
+from exporter.reports.render import display_path, in_cell, position, printable
+from exporter.source.notebooks import raw_range
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -27,6 +28,11 @@ def _escape_property(text: str) -> str:
 def annotation(diagnostic: Diagnostic) -> str:
     """``::error file=…,line=…,col=…,endLine=…,endColumn=…,title=ONNX201::message``"""
     rng = diagnostic.location.range
+    message = diagnostic.message
+    cell = in_cell(diagnostic.location)
+    if cell is not None:  # annotate the cell's line in the .ipynb file (docs/notebooks.md)
+        rng = raw_range(*cell) or Range.of(1, 1, 1, 2)
+        message = f"cell {cell[0].number}, line {cell[1].start.line}: {message}"
     properties = {
         "file": display_path(diagnostic.location.path),
         "line": rng.start.line, "col": rng.start.column,
@@ -34,7 +40,6 @@ def annotation(diagnostic: Diagnostic) -> str:
         "title": diagnostic.rule,
     }
     listed = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
-    message = diagnostic.message
     if diagnostic.hint:
         message += f"\n{diagnostic.hint}"
     return f"::{_COMMANDS[Severity(diagnostic.severity)]} {listed}::{_escape_data(message)}"
@@ -54,8 +59,7 @@ def step_summary(diagnostics: list[Diagnostic], summary_line: str) -> str:
     if diagnostics:
         lines += ["| Rule | Severity | Location | Message |", "|---|---|---|---|"]
         for diagnostic in sorted(diagnostics, key=sort_key):
-            start = diagnostic.location.range.start
-            where = f"{display_path(diagnostic.location.path)}:{start.line}:{start.column}"
+            where = position(diagnostic.location)
             rule = RULES[diagnostic.rule]
             name = f"[{rule.id}]({rule.doc_url})" if rule.doc_url else rule.id
             lines.append(f"| {name} | {Severity(diagnostic.severity).value} "

@@ -11,7 +11,8 @@ from typing import Any
 from exporter.findings.diagnostics import Diagnostic, Location, Range, sort_key
 from exporter.findings.result import CheckResult
 from exporter.findings.rules import RULES, Severity
-from exporter.source.text import line_text
+from exporter.source.notebooks import CodeCell
+from exporter.source.text import line_text, notebook_at
 
 JSON_VERSION = 1
 
@@ -79,14 +80,30 @@ def apply_severity(diagnostics: Iterable[Diagnostic],
 
 # -- text ------------------------------------------------------------------------------------
 
-def _position(location: Location) -> str:
+def in_cell(location: Location) -> tuple[CodeCell, Range] | None:
+    """A notebook's location as the cell it is in and the range within that cell; None for
+    a Python file (docs/notebooks.md: how each output locates a notebook's finding)."""
+    notebook = notebook_at(location.path)
+    return notebook.cell_range(location.range) if notebook else None
+
+
+def position(location: Location) -> str:
+    """``path:line:column``; in a notebook ``path:cell N:line:column`` (as ruff writes it)."""
     start = location.range.start
+    cell = in_cell(location)
+    if cell is not None:
+        return (f"{display_path(location.path)}:cell {cell[0].number}:"
+                f"{cell[1].start.line}:{start.column}")
     return f"{display_path(location.path)}:{start.line}:{start.column}"
 
 
 def _excerpt(location: Location) -> list[str]:
     rng = location.range
     text = line_text(location.path, rng.start.line)
+    cell = in_cell(location)
+    if cell is not None:  # the cell's line as written (magics and all), numbered in the cell
+        rng = cell[1]
+        text = cell[0].lines[rng.start.line - 1]
     if not text:
         return []
     gutter = str(rng.start.line)
@@ -100,11 +117,11 @@ def _excerpt(location: Location) -> list[str]:
 def format_diagnostic(diagnostic: Diagnostic) -> str:
     severity = Severity(diagnostic.severity).value
     count = f" (x{diagnostic.count})" if diagnostic.count > 1 else ""
-    lines = [f"{_position(diagnostic.location)}: {severity}[{diagnostic.rule}]: "
+    lines = [f"{position(diagnostic.location)}: {severity}[{diagnostic.rule}]: "
              f"{diagnostic.message}{count}"]
     lines += _excerpt(diagnostic.location)
     for related in diagnostic.related:
-        lines.append(f"   note: {_position(related.location)}: {related.message}")
+        lines.append(f"   note: {position(related.location)}: {related.message}")
     if diagnostic.hint:
         lines.append(f"   help: {diagnostic.hint}")
     rule = RULES[diagnostic.rule]
@@ -151,6 +168,15 @@ def _range_json(range_: Range) -> dict[str, dict[str, int]]:
             "end": {"line": range_.end.line, "column": range_.end.column}}
 
 
+def _located_json(path: Path, range_: Range) -> dict[str, Any]:
+    """``path`` and ``range``; in a notebook the range counts lines within ``cell``, the
+    cell's 1-based index over all cells of the file (as ruff's JSON has it)."""
+    cell = in_cell(Location(path, range_))
+    if cell is None:
+        return {"path": display_path(path), "range": _range_json(range_)}
+    return {"path": display_path(path), "cell": cell[0].number, "range": _range_json(cell[1])}
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, Range):
         return _range_json(value)
@@ -166,17 +192,17 @@ def _jsonable(value: Any) -> Any:
 def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
     data = dict(diagnostic.data)
     if "fix" in data:
-        data["fix"] = {**data["fix"], "path": display_path(Path(data["fix"]["path"]))}
+        fix = data["fix"]
+        data["fix"] = {**fix, **_located_json(Path(fix["path"]), fix["range"])}
     return {
         "rule": diagnostic.rule,
         "severity": Severity(diagnostic.severity).value,
         "message": diagnostic.message,
-        "path": display_path(diagnostic.location.path),
-        "range": _range_json(diagnostic.location.range),
+        **_located_json(diagnostic.location.path, diagnostic.location.range),
         "target": diagnostic.target,
         "stage": diagnostic.stage,
-        "related": [{"path": display_path(r.location.path), "range": _range_json(r.location.range),
-                     "message": r.message} for r in diagnostic.related],
+        "related": [{**_located_json(r.location.path, r.location.range), "message": r.message}
+                    for r in diagnostic.related],
         "hint": diagnostic.hint,
         "count": diagnostic.count,
         "url": RULES[diagnostic.rule].doc_link,
@@ -189,8 +215,7 @@ def result_json(result: CheckResult, diagnostics: list[Diagnostic]) -> dict[str,
         "version": JSON_VERSION,
         "targets": [{
             "name": target.name,
-            "path": display_path(target.path),
-            "range": _range_json(target.definition),
+            **_located_json(target.path, target.definition),
             "ok": target.ok,
             "stages": [status.as_dict() for status in target.stages],
             "summary": _jsonable(target.summary),

@@ -17,6 +17,8 @@ from exporter import __version__
 from exporter.findings.diagnostics import Diagnostic, Location, Range
 from exporter.findings.result import CheckResult
 from exporter.findings.rules import RULES, Severity
+from exporter.reports.render import in_cell
+from exporter.source.notebooks import CodeCell, is_notebook, raw_range
 from exporter.source.text import line_text
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -111,12 +113,27 @@ def _region(range_: Range) -> sarif.Region:
 
 def _location(location: Location, root: Path, message: str | None = None,
               identifier: int | None = None) -> sarif.Location:
+    region, properties = _region(location.range), None
+    cell = in_cell(location)
+    if cell is not None:
+        region, properties = _notebook_region(*cell)
     return sarif.Location(
         id=identifier if identifier is not None else -1,
         physical_location=sarif.PhysicalLocation(
-            artifact_location=_artifact(location.path, root), region=_region(location.range)),
+            artifact_location=_artifact(location.path, root), region=region),
         message=sarif.Message(text=message) if message else None,
+        properties=properties,
     )
+
+
+def _notebook_region(cell: CodeCell, range_: Range) -> tuple[sarif.Region, dict[str, int]]:
+    """SARIF has no notebook cells: the region is where the cell's text is in the .ipynb
+    file's JSON (what GitHub code scanning and SARIF viewers open), and the location's
+    properties say the cell and the line and column within it (docs/notebooks.md)."""
+    properties = {"cell": cell.number, "cellLine": range_.start.line,
+                  "cellColumn": range_.start.column}
+    raw = raw_range(cell, range_)
+    return (_region(raw) if raw else sarif.Region(start_line=1)), properties
 
 
 def _fingerprint(diagnostic: Diagnostic) -> str:
@@ -160,8 +177,8 @@ def _result(diagnostic: Diagnostic, root: Path, rule_index: dict[str, int]) -> s
 
 def _fixes(diagnostic: Diagnostic, root: Path) -> list[sarif.Fix] | None:
     replacement = diagnostic.data.get("fix")
-    if not replacement:
-        return None
+    if not replacement or is_notebook(Path(replacement["path"])):
+        return None  # a notebook's cell text is a JSON string: no faithful text replacement
     return [sarif.Fix(
         description=sarif.Message(text=replacement["title"]),
         artifact_changes=[sarif.ArtifactChange(

@@ -1,6 +1,6 @@
-"""Which Python files a check looks at: the ``*.py`` files below a directory that no
-``exclude``/``extend-exclude`` glob matches, and a cheap test for whether a file may hold
-export targets. Standard library only: the language server's workspace mode uses it too."""
+"""Which Python files a check looks at: the ``*.py`` files (and Jupyter notebooks) below a
+directory that no ``exclude``/``extend-exclude`` glob matches, and a cheap test for whether a
+file may hold export targets. No torch: the language server's workspace mode uses it too."""
 
 from __future__ import annotations
 
@@ -9,16 +9,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from exporter.config.schema import is_excluded
+from exporter.source.notebooks import NOTEBOOK_SUFFIX
 from exporter.source.text import source_bytes
 
 #: a file without one of these has no export target (read before parsing it)
 TARGET_MARKERS = ("onnx-export", "ExportableModule")
 
 
-def python_files_below(directory: Path, root: Path, excluded: list[str]) -> Iterator[Path]:
-    """The ``*.py`` files below ``directory``, sorted, without those an excluded glob matches
-    (relative to ``directory`` and, for globs with ``/``, to ``root``, as ruff does). An
-    excluded directory is never walked into: a workspace's virtualenv costs nothing."""
+def python_files_below(directory: Path, root: Path, excluded: list[str],
+                       notebooks: bool = True) -> Iterator[Path]:
+    """The ``*.py`` files (with ``notebooks``, ``*.ipynb`` too) below ``directory``, sorted,
+    without those an excluded glob matches (relative to ``directory`` and, for globs with
+    ``/``, to ``root``, as ruff does). An excluded directory is never walked into: a
+    workspace's virtualenv costs nothing."""
     resolved_directory = directory.resolve()
 
     def skipped(path: Path) -> bool:
@@ -28,12 +31,13 @@ def python_files_below(directory: Path, root: Path, excluded: list[str]) -> Iter
             else below
         return is_excluded(below, excluded, from_root)
 
+    suffixes = (".py", NOTEBOOK_SUFFIX) if notebooks else (".py",)
     for current, subdirectories, files in os.walk(directory):
         here = Path(current)
         subdirectories[:] = sorted(name for name in subdirectories
                                    if not skipped(here / name))
         for name in sorted(files):
-            if name.endswith(".py") and not skipped(here / name):
+            if name.endswith(suffixes) and not skipped(here / name):
                 yield here / name
 
 

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Literal
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range
-from exporter.source.text import char_column, node_range, parse_python, split_lines, without_bom
+from exporter.source.text import (
+    char_column,
+    node_range,
+    notebook_at,
+    parse_python,
+    split_lines,
+    without_bom,
+)
 
 PRAGMA_PREFIX = re.compile(r"^(\s*)#\s*onnx-export\s*:")
 
@@ -153,12 +160,31 @@ def discover(path: Path, source: str) -> Discovery:
                 Location(path, Range.of(number, start + 1, number, len(text.rstrip()) + 1)),
                 target="",
             ))
+    diagnostics.extend(_unparsable_cells(path, source))
     _report_duplicate_names(targets, diagnostics)
     bindings = _top_level_bindings(tree)
     targets = [replace(target, rebound_at=next(
         (line for line in bindings.get(target.symbol, []) if line > target.definition.start.line),
         None)) for target in targets]
     return Discovery(targets, diagnostics)
+
+
+def _unparsable_cells(path: Path, source: str) -> list[Diagnostic]:
+    """ONNX002 on each code cell of a notebook that Python cannot parse (the notebook's
+    module leaves it out: exporter/source/notebooks.py)."""
+    notebook = notebook_at(path)
+    if notebook is None or notebook.text != source:
+        return []
+    found = []
+    for problem in notebook.problems:
+        line = notebook.module_line(problem.cell, problem.line) or 1
+        found.append(Diagnostic(
+            "ONNX002", f"Syntax error in cell {problem.cell}: {problem.message}; the cell is "
+            "left out when the notebook's targets are checked.",
+            Location(path, Range.of(line, problem.column, line, problem.column + 1)),
+            target="", hint="Fix the cell; targets in later cells that use what it defines "
+                            "fail to load until then."))
+    return found
 
 
 def _top_level_bindings(tree: ast.Module) -> dict[str, list[int]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range
+from exporter.source.notebooks import NotebookError, NotebookModule, is_notebook, notebook_module
 
 
 def parse_python(source: str, **options: Any) -> Any:
@@ -100,16 +101,41 @@ def decode_source(data: bytes) -> str:
 
 
 def read_source(path: Path) -> str:
-    """Read a Python file honouring its PEP 263 encoding declaration.
-    Raises UnreadableSource for a file that is not regular or too big (source_bytes)."""
+    """Read a Python file honouring its PEP 263 encoding declaration; a notebook's code cells
+    as one module (exporter/source/notebooks.py). Raises UnreadableSource for a file that is
+    not regular or too big (source_bytes), NotebookError for a notebook that is not one."""
+    if is_notebook(path):
+        return read_notebook(path).text
     return decode_source(source_bytes(path))
+
+
+def read_notebook(path: Path) -> NotebookModule:
+    """The notebook's module (cached while the file's mtime and size stay)."""
+    status = path.stat()
+    return _cached_notebook(str(path), status.st_mtime_ns, status.st_size)
+
+
+@lru_cache(maxsize=64)
+def _cached_notebook(path: str, mtime_ns: int, size: int) -> NotebookModule:
+    return notebook_module(source_bytes(Path(path)))
+
+
+def notebook_at(path: Path) -> NotebookModule | None:
+    """The notebook's module when ``path`` is a readable notebook, else None (what the
+    reports use to locate a line by cell)."""
+    if not is_notebook(path):
+        return None
+    try:
+        return read_notebook(path)
+    except (OSError, NotebookError):
+        return None
 
 
 @lru_cache(maxsize=256)
 def _cached_lines(path: str, mtime_ns: int) -> tuple[str, ...]:
     try:
         return tuple(split_lines(read_source(Path(path))))
-    except (OSError, SyntaxError, UnicodeDecodeError):
+    except (OSError, SyntaxError, UnicodeDecodeError, NotebookError):
         return ()
 
 
@@ -160,9 +186,17 @@ def decoding_problem(path: Path) -> Diagnostic | None:
     it, even if an editor shows it with the bad bytes replaced); None when it reads fine."""
     raw = b""
     try:
+        if is_notebook(path):
+            read_notebook(path)
+            return None
         raw = source_bytes(path)
         decode_source(raw)
         return None
+    except NotebookError as error:
+        return Diagnostic("ONNX002", f"The notebook cannot be read: {error}; it is not checked.",
+                          Location(path, Range.of(1, 1, 1, 2)), target="",
+                          hint="Open and save it in Jupyter or VS Code to repair it, or "
+                               "exclude it (`extend-exclude`).")
     except UnreadableSource as error:
         return Diagnostic("ONNX002", f"The file cannot be read: {error}; it is not checked.",
                           Location(path, Range.of(1, 1, 1, 2)), target="",
