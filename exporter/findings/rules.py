@@ -194,6 +194,37 @@ _RULES = [
          "ONNX Runtime produced NaN or infinity where PyTorch did not.",
          "An output holds non-finite values only in the ONNX Runtime result.",
          "Check for overflow in lower precision and for ops with different edge cases."),
+    Rule("ONNX601", "torchscript-exporter", "call", _W,
+         "An export call runs the deprecated TorchScript exporter (`dynamo=False`).",
+         "`torch.onnx.export(..., dynamo=False)` runs the TorchScript-based exporter, which "
+         "torch 2.9 stopped defaulting to and deprecated. The default exporter (torch.export "
+         "based) traces differently, takes `dynamic_shapes` rather than `dynamic_axes` and "
+         "fails on other code; onnxlens checks the default exporter only.",
+         "Remove `dynamo=False` (quick fix) and check the call with the default exporter."),
+    Rule("ONNX602", "dynamic-axes-converted", "call", _W,
+         "`dynamic_axes` is converted to `dynamic_shapes`, with the risks of `Dim.DYNAMIC`.",
+         "With the default exporter, `dynamic_axes` (written for the TorchScript exporter) is "
+         "turned into `dynamic_shapes` whose listed axes are `Dim.DYNAMIC`: torch.export may "
+         "specialize such an axis to the example's size, or stop with `Constraints "
+         "violated`; entries for outputs are dropped.",
+         "Give `dynamic_shapes` keyed by `forward`'s parameter names (the quick fix writes "
+         "the equivalent one when the input names map onto `forward`'s parameters)."),
+    Rule("ONNX603", "opset-converted", "call", _W,
+         "The requested opset is reached by converting the model down.",
+         "The exporter's translations are written for opset 18 and up; a lower "
+         "`opset_version` builds the graph at opset 18 and converts it down with the ONNX "
+         "version converter, which fails for some operators (the model then stays at opset "
+         "18).",
+         "Use `opset_version=18` or higher if the runtime you target supports it; otherwise "
+         "check that the converted model runs."),
+    Rule("ONNX604", "ignored-argument", "call", _W,
+         "An argument of the export call is ignored by the default exporter.",
+         "`torch.onnx.export` still accepts arguments of the TorchScript exporter "
+         "(`training`, `operator_export_type`, `do_constant_folding`, `custom_opsets`, "
+         "`export_modules_as_functions`, `autograd_inlining`), but the torch.export-based "
+         "exporter does not use them; `dynamic_axes` is ignored when `dynamic_shapes` is "
+         "given, `export_params` and `keep_initializers_as_inputs` when no file is.",
+         "Remove the argument (quick fix) and do what the message says instead."),
     Rule("ONNX901", "timed-out", "tool", _E,
          "The check timed out.",
          "The check did not finish within the time limit.",

@@ -12,8 +12,8 @@ from exporter.config.schema import is_excluded
 from exporter.source.notebooks import NOTEBOOK_SUFFIX
 from exporter.source.text import source_bytes
 
-#: a file without one of these has no export target (read before parsing it)
-TARGET_MARKERS = ("onnx-export", "ExportableModule")
+#: a file without one of these has no export target and no export call (read before parsing)
+TARGET_MARKERS = ("onnx-export", "ExportableModule", "torch.onnx", "onnx.export")
 
 
 def python_files_below(directory: Path, root: Path, excluded: list[str],

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range
+from exporter.source.export_calls import export_calls, legacy_argument_diagnostics
 from exporter.source.text import (
     char_column,
     node_range,
@@ -161,6 +162,7 @@ def discover(path: Path, source: str) -> Discovery:
                 target="",
             ))
     diagnostics.extend(_unparsable_cells(path, source))
+    diagnostics.extend(legacy_argument_diagnostics(tree, export_calls(path, tree, lines)))
     _report_duplicate_names(targets, diagnostics)
     bindings = _top_level_bindings(tree)
     targets = [replace(target, rebound_at=next(

@@ -233,3 +233,58 @@ async def test_a_relative_save_path_is_inside_the_workspace(workspace_client: La
         assert (root / "models" / "convnet.onnx").stat().st_size > 1000
     finally:
         close_file(workspace_client, uri)
+
+
+LEGACY_EXPORT = '''import torch
+
+
+class Encoder(torch.nn.Module):
+    def forward(self, tokens):
+        return tokens * 2
+
+
+def export():
+    torch.onnx.export(
+        Encoder(),
+        (torch.randn(2, 5),),
+        "encoder.onnx",
+        input_names=["input_ids"],
+        dynamic_axes={"input_ids": {0: "batch"}},
+        opset_version=13,
+        dynamo=False,
+    )
+'''
+
+
+async def test_legacy_export_arguments_are_flagged_and_fixed_one_after_the_other(
+        client: LanguageClient):
+    """A script written for the TorchScript exporter: `dynamo=False` first (it decides what the
+    rest means), then, once removed, `dynamic_axes` (rewritten as `dynamic_shapes`) and the
+    opset; each quick fix's edit is what the next check sees."""
+    path = FIXTURES / "clean" / "factory.py"  # the editor's text is checked, not the file's
+    uri = open_file(client, path, LEGACY_EXPORT)
+    try:
+        found = await diagnostics_for(client, uri, lambda d: bool(d))
+        assert [(d.code, d.range.start.line, d.severity) for d in found] == [
+            ("ONNX601", 16, types.DiagnosticSeverity.Warning)]
+        actions = await _actions(client, uri, found)
+        assert [a.title for a in actions] == [
+            "Remove `dynamo=False` (use the torch.export-based exporter)",
+            "Ignore ONNX601 on this line"]
+        (edits,) = actions[0].edit.changes.values()
+        text = apply_edits(LEGACY_EXPORT, edits, client.position_encoding)
+        assert text == LEGACY_EXPORT.replace("        dynamo=False,\n", "")
+        change_and_save(client, uri, text, 2)
+        found = await diagnostics_for(client, uri, lambda d: {x.code for x in d} != {"ONNX601"})
+        assert [(d.code, d.range.start.line) for d in found] == [("ONNX602", 14),
+                                                                 ("ONNX603", 15)]
+        actions = await _actions(client, uri, found[:1])
+        assert actions[0].title == "Replace `dynamic_axes` with the equivalent `dynamic_shapes`"
+        (edits,) = actions[0].edit.changes.values()
+        text = apply_edits(text, edits, client.position_encoding)
+        assert '        dynamic_shapes={\'tokens\': {0: \'batch\'}},\n' in text
+        change_and_save(client, uri, text, 3)
+        found = await diagnostics_for(client, uri, lambda d: len(d) == 1)
+        assert [d.code for d in found] == ["ONNX603"]
+    finally:
+        close_file(client, uri)
