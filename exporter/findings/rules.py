@@ -86,12 +86,14 @@ _RULES = [
          "do not fit the model.",
          "Fix the example inputs (`args=`/`kwargs=`) or the model code at the marked line."),
     Rule("ONNX005", "target-not-checked", "load", Severity.INFO,
-         "An ExportableModule is not checked: its constructor needs arguments.",
+         "A target is not checked: an ExportableModule whose constructor needs arguments, or "
+         "an export call its function did not reach.",
          "Subclasses of `torch.onnx.ExportableModule` are export targets when they can be "
-         "built with no arguments. This one's `__init__` has required parameters, so "
-         "onnxlens cannot build it on its own and does not check it.",
+         "built with no arguments; this one's `__init__` has required parameters, so "
+         "onnxlens cannot build it on its own. Or: a function marked with a pragma returned "
+         "without making one of its `torch.onnx.export` calls (a branch not taken).",
          "Add `# onnx-export: init={...}` above the class with the constructor's arguments, "
-         "or give them defaults."),
+         "or give them defaults; for an export call, make the function reach it."),
     Rule("ONNX006", "unused-suppression", "report", Severity.WARNING,
          "An `# onnxlens: ignore` comment silenced nothing.",
          "A suppression comment on this line (or on a target's pragma or def/class line) "

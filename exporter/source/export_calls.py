@@ -137,6 +137,37 @@ def _call(path: Path, node: ast.Call, lines: list[str], source: str,
     return call
 
 
+def export_call_sites(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef
+                      ) -> list[ast.Call]:
+    """The calls in ``function`` that export: of ``torch.onnx.export`` itself, or of a
+    top-level function of this file that (through others of this file) calls it. One per
+    line (a check intercepts a call by the line of ``function`` it runs from)."""
+    names = _imported_names(tree)
+    functions = {node.name: node for node in tree.body
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def called(node: ast.AST) -> set[str]:
+        return {call.func.id for call in ast.walk(node) if isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name) and call.func.id in functions}
+
+    exporting = {name for name, node in functions.items()
+                 if any(isinstance(c, ast.Call) and _resolve(c.func, names) == EXPORT_FUNCTION
+                        for c in ast.walk(node))}
+    growing = True
+    while growing:  # the helpers of helpers
+        more = {name for name, node in functions.items() if called(node) & exporting}
+        growing = not more <= exporting
+        exporting |= more
+    exporting.discard(function.name)
+    sites: dict[int, ast.Call] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and (
+                _resolve(node.func, names) == EXPORT_FUNCTION
+                or (isinstance(node.func, ast.Name) and node.func.id in exporting)):
+            sites.setdefault(node.lineno, node)
+    return [sites[line] for line in sorted(sites)]
+
+
 # -- the rules -------------------------------------------------------------------------------
 
 def legacy_argument_diagnostics(tree: ast.Module, calls: list[ExportCall]) -> list[Diagnostic]:

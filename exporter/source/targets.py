@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import Literal
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range
-from exporter.source.export_calls import export_calls, legacy_argument_diagnostics
+from exporter.source.export_calls import (
+    export_call_sites,
+    export_calls,
+    legacy_argument_diagnostics,
+)
 from exporter.source.text import (
     char_column,
     node_range,
@@ -70,6 +74,10 @@ class Target:
     # later object under the name, not this definition.
     first_line: int = 0
     rebound_at: int | None = None
+    # A function's target that is one of its torch.onnx.export calls (docs/export-calls.md):
+    # the line of the function the call runs from; the check runs the function with
+    # torch.onnx.export intercepted and checks that call's model and arguments.
+    export_call_line: int | None = None
 
     def literal(self, key: str, default: object = None) -> object:
         option = self.options.get(key)
@@ -148,7 +156,9 @@ def discover(path: Path, source: str) -> Discovery:
             used_pragma_lines.update(line for line, _, _ in pragma.segments)
         target, problems = _build_target(path, lines, node, pragma, exportable)
         diagnostics.extend(problems)
-        if target is not None:
+        if target is not None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            targets += _export_call_targets(tree, node, target, lines) or [target]
+        elif target is not None:
             targets.append(target)
 
     for number, text in enumerate(lines, start=1):
@@ -319,6 +329,20 @@ def _build_target(
         first_line=min([node.lineno] + [d.lineno for d in node.decorator_list]),
     )
     return target, []
+
+
+def _export_call_targets(tree: ast.Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
+                         target: Target, lines: list[str]) -> list[Target]:
+    """A function that exports (calls torch.onnx.export, itself or through helpers of this
+    file) is one target per call, named ``function@line`` and located at the call."""
+    arguments = node.args
+    if arguments.args or arguments.posonlyargs or arguments.kwonlyargs or arguments.vararg \
+            or arguments.kwarg:
+        return []
+    sites = export_call_sites(tree, node)
+    return [replace(target, name=f"{target.name}@{call.lineno}",
+                    definition=node_range(call.func, lines), export_call_line=call.lineno)
+            for call in sites]
 
 
 def _definition_name_range(node: ast.stmt, lines: list[str]) -> Range:

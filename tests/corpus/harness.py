@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.corpus.corpus import Corpus, CorpusFile
+from tests.corpus.corpus import FIXTURES, Corpus, CorpusFile
 from tests.corpus.judge import (
     AGREE,
     DISAGREEMENTS,
@@ -62,16 +62,24 @@ def _pool(jobs: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=max(jobs, 1))
 
 
+def lens_root(corpus_file: CorpusFile, batch: bool) -> Path:
+    """The root onnxlens checks a file under: its own; in a batch, a fixture's is the folder
+    of every fixture (each fixture's folder is still importable, as the file's directory),
+    so that the fixtures share one process instead of warming a worker each."""
+    return FIXTURES if batch and corpus_file.source == "fixtures" else corpus_file.root
+
+
 def lens_batches(corpus: Corpus, jobs: int, batch: bool) -> list[list[CorpusFile]]:
-    """The files onnxlens checks together: one each, or (``batch``) the files of one root in
-    up to ``jobs`` processes, never two targets of one name in a process. Each process warms
-    a worker of its own (seconds of CPU): the CI subset takes one per root (``jobs=1``), the
-    whole corpus, whose big roots take minutes each, one per job."""
+    """The files onnxlens checks together: one each, or (``batch``) the files of one root
+    (:func:`lens_root`) in up to ``jobs`` processes, never two targets of one name in a
+    process. Each process warms a worker of its own (seconds of CPU): the CI subset takes
+    one per root (``jobs=1``), the whole corpus, whose big roots take minutes each, one per
+    job."""
     if not batch:
         return [[corpus_file] for corpus_file in corpus.files]
     by_root: dict[Path, list[CorpusFile]] = {}
     for corpus_file in corpus.files:
-        by_root.setdefault(corpus_file.root, []).append(corpus_file)
+        by_root.setdefault(lens_root(corpus_file, batch), []).append(corpus_file)
     batches: list[list[CorpusFile]] = []
     for files in by_root.values():
         groups: list[list[CorpusFile]] = [[] for _ in range(min(max(jobs, 1), len(files)))]
@@ -91,7 +99,7 @@ def lens_batches(corpus: Corpus, jobs: int, batch: bool) -> list[list[CorpusFile
 def check_batch(files: list[CorpusFile], env: dict[str, str] | None = None) -> dict[str, LensFile]:
     """onnxlens on ``files`` (one root) in one process; when that process fails as a whole,
     each file again in its own, so that the failure lands on its file."""
-    results = run_onnxlens_files([f.path for f in files], files[0].root,
+    results = run_onnxlens_files([f.path for f in files], lens_root(files[0], len(files) > 1),
                                  sum(len(f.targets) for f in files), env=env)
     if len(files) > 1 and all(result.failure for result in results.values()):
         results = {}

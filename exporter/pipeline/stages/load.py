@@ -13,6 +13,12 @@ import torch
 from exporter.findings.diagnostics import Location, Range
 from exporter.pipeline.context import CheckContext, Loaded
 from exporter.pipeline.example_inputs import fresh_copy
+from exporter.pipeline.intercepted_calls import (
+    call_reaching,
+    converted_dynamic_shapes,
+    export_inputs,
+    intercepting,
+)
 from exporter.pipeline.stages.base import StageFailed
 from exporter.pipeline.user_modules import ImportedFile, import_file
 from exporter.source.traces import exception_frames
@@ -28,9 +34,12 @@ def _describe(error: BaseException) -> str:
 
 
 def run(ctx: CheckContext) -> None:
-    imported = _import(ctx)
-    _evaluate_options(ctx, imported.module)
-    model, args, kwargs, dynamic_shapes = _build(ctx, _definition(ctx, imported))
+    target = ctx.target
+    with (intercepting(target.path, target.symbol, target.export_call_line)
+          if target.export_call_line is not None else contextlib.nullcontext()):
+        imported = _import(ctx)
+        _evaluate_options(ctx, imported.module)
+        model, args, kwargs, dynamic_shapes = _build(ctx, _definition(ctx, imported))
     eager_outputs = _eager_forward(ctx, model, args, kwargs)
     ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs)
 
@@ -186,6 +195,8 @@ def _build(ctx: CheckContext, factory: Any) -> tuple[torch.nn.Module, tuple, dic
 
 
 def _call_factory(ctx: CheckContext, factory: Any) -> tuple[Any, tuple, dict[str, Any]]:
+    if ctx.target.export_call_line is not None:
+        return _from_export_call(ctx, factory)
     args = ctx.options.get("args")
     kwargs = ctx.options.get("kwargs")
     if ctx.target.kind == "class":
@@ -214,6 +225,38 @@ def _call_factory(ctx: CheckContext, factory: Any) -> tuple[Any, tuple, dict[str
     if not isinstance(args, tuple):
         args = tuple(args) if isinstance(args, list) else (args,)
     return model, args, dict(kwargs or {})
+
+
+def _from_export_call(ctx: CheckContext, function: Any) -> tuple[Any, tuple, dict[str, Any]]:
+    """The model and inputs of the function's torch.onnx.export call at the target's line;
+    the call's options become the check's (docs/export-calls.md)."""
+    line = ctx.target.export_call_line
+    call = call_reaching(function)
+    if call is None:
+        ctx.report("ONNX005", f"The export call at line {line} is not checked: "
+                   f"`{ctx.target.symbol}()` returned without reaching it.")
+        raise StageFailed
+    model = call["model"]
+    if not isinstance(model, torch.nn.Module):
+        ctx.report("ONNX003", f"The call at line {line} exports a {type(model).__name__}; "
+                   "onnxlens checks the export of a torch.nn.Module.")
+        raise StageFailed
+    args, kwargs = export_inputs(call)
+    try:
+        dynamic_shapes, args, kwargs = converted_dynamic_shapes(call, model, args, kwargs)
+    except (Exception, SystemExit) as error:
+        ctx.report("ONNX001", "torch.onnx.export cannot convert this call's `dynamic_axes` "
+                   f"to `dynamic_shapes`: {_describe(error)}")
+        raise StageFailed from error
+    if dynamic_shapes is not None:
+        ctx.options["dynamic_shapes"] = dynamic_shapes
+    for key, option in (("opset_version", "opset"), ("input_names", "input_names"),
+                        ("output_names", "output_names"),
+                        ("custom_translation_table", "custom_translation_table")):
+        if call[key] is not None:
+            ctx.options[option] = call[key]
+    ctx.options["training"] = model.training  # torch.onnx.export keeps the model's mode
+    return model, args, kwargs
 
 
 _META_LIMITATIONS = ("meta tensor", "'Meta' backend", "meta device")
