@@ -1,5 +1,5 @@
-"""The corpus's CI subset, chosen by rule: every ExportDB example, every fixture and example of
-this project, a handful of transformers architectures (a tied-embedding causal LM, an
+"""The corpus's CI subset, chosen by rule: every ExportDB example, every fixture, example and
+export script of this project (and those modelled on public ones), a handful of transformers architectures (a tied-embedding causal LM, an
 encoder, an encoder–decoder, a windowed vision model, a decoder with dynamic batch and
 sequence) and, where torchvision imports (the torch 2.14.1 leg), two classification models
 and a detection model.
@@ -41,7 +41,7 @@ CI_MODEL_TYPES = ("gpt2", "llama", "bert", "t5", "swin")
 def ci_ids() -> list[str]:
     """The subset's target ids, known without building anything (for parametrizing)."""
     ids = [f"exportdb:exportdb_{name}.py::exportdb.{name}" for name in exportdb_names()]
-    for source in ("fixtures", "examples"):
+    for source in ("fixtures", "examples", "export_scripts"):
         for corpus_file in project_files(source).files:
             ids += [row_id(source, corpus_file.label, t) for t in corpus_file.targets]
             ids += [row_id(source, corpus_file.label, f"(pragma, line {p.line})")
@@ -62,6 +62,7 @@ def ci_corpus(workspace: Path) -> Corpus:
     corpus = materialize_exportdb(workspace)
     corpus.extend(project_files("fixtures"))
     corpus.extend(project_files("examples"))
+    corpus.extend(project_files("export_scripts"))
     corpus.extend(materialize_transformers(workspace, types=list(CI_MODEL_TYPES),
                                            names=set(CI_TRANSFORMERS)))
     corpus.extend(materialize_torchvision(workspace, CI_TORCHVISION))

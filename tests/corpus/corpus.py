@@ -8,7 +8,11 @@
 * ``torchvision``: torchvision's classification models and its detection models (NMS,
   data-dependent shapes), random weights, one generated target file each; only where
   torchvision imports beside the installed torch (the torch 2.14.1 leg);
-* ``fixtures`` and ``examples``: the project's own files, used in place (read-only).
+* ``fixtures`` and ``examples``: the project's own files, used in place (read-only);
+* ``export_scripts``: export scripts modelled on public ones written for the TorchScript
+  exporter (``tests/corpus/export_scripts/``, sources in its README) and the project's own
+  (``tests/exporter/pipeline/export_calls/``): each ``torch.onnx.export`` call of a marked
+  function is a target (docs/export-calls.md), used in place.
 
 Generated files live in a workspace directory the caller gives (a temporary directory);
 nothing generated is written inside the repository.
@@ -24,9 +28,11 @@ from pathlib import Path
 
 from tests.corpus.common import REPO
 
-SOURCES = ("exportdb", "transformers", "torchvision", "fixtures", "examples")
+SOURCES = ("exportdb", "transformers", "torchvision", "fixtures", "examples", "export_scripts")
 FIXTURES = REPO / "tests" / "exporter" / "fixtures"
 EXAMPLES = REPO / "examples"
+EXPORT_SCRIPTS = (REPO / "tests" / "corpus" / "export_scripts",
+                  REPO / "tests" / "exporter" / "pipeline" / "export_calls")
 BUILDER = "_onnxlens_corpus_target"
 
 
@@ -48,7 +54,7 @@ class CorpusFile:
 
     @property
     def label(self) -> str:
-        base = REPO if self.source in ("fixtures", "examples") else self.root
+        base = REPO if self.source in ("fixtures", "examples", "export_scripts") else self.root
         return self.path.relative_to(base).as_posix()
 
 
@@ -89,7 +95,7 @@ def _described(path: Path, source: str, root: Path) -> CorpusFile | None:
         return None
     found = discover(path, text)
     problems = [AnnotationProblem(d.location.range.start.line, d.message)
-                for d in found.diagnostics]
+                for d in found.diagnostics if d.rule == "ONNX001"]  # not the ONNX60x warnings
     if not found.targets and not problems:
         return None
     return CorpusFile(source, path, root, [t.name for t in found.targets], problems)
@@ -234,6 +240,12 @@ def project_files(source: str) -> Corpus:
         for workspace in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
             for path in sorted(workspace.rglob("*.py")):
                 found = _described(path, "fixtures", workspace)
+                if found:
+                    corpus.files.append(found)
+    elif source == "export_scripts":
+        for directory in EXPORT_SCRIPTS:
+            for path in sorted(directory.glob("*.py")):
+                found = _described(path, "export_scripts", directory)
                 if found:
                     corpus.files.append(found)
     else:

@@ -237,9 +237,82 @@ def _import(path: Path, root: Path, target: Any) -> Any:
     return module
 
 
+class _NotReached(Exception):
+    """The function returned without making the target's call: nothing to judge."""
+
+
+class _CallReached(BaseException):
+    def __init__(self, arguments: dict[str, Any]) -> None:
+        super().__init__()
+        self.arguments = arguments
+
+
+def _caught_export_call(path: Path, root: Path, target: Any) -> dict[str, Any]:
+    """Import the file and run the target's function with torch.onnx.export replaced, until
+    the call made from the target's line: its arguments, bound as torch.onnx.export binds
+    them. Other calls export nothing (written here, apart from onnxlens's interception)."""
+    import inspect
+
+    import torch
+
+    original = torch.onnx.export
+    signature = inspect.signature(original)
+
+    def replacement(*args: Any, **kwargs: Any) -> None:
+        frame = sys._getframe(1)
+        while frame is not None and (frame.f_code.co_filename, frame.f_code.co_name) != (
+                str(path), target.symbol):
+            frame = frame.f_back  # type: ignore[assignment]
+        if frame is not None and frame.f_lineno == target.export_call_line:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            raise _CallReached(dict(bound.arguments))
+
+    torch.onnx.export = replacement
+    try:
+        with _phase("import"):
+            module = _import(path, root, target)
+        with _phase("build"):
+            getattr(module, target.symbol)()
+    except _CallReached as reached:
+        return reached.arguments
+    finally:
+        torch.onnx.export = original
+    raise _NotReached(f"the call at line {target.export_call_line} was not reached")
+
+
+def _load_export_call(path: Path, root: Path, target: Any) -> Built:
+    """A torch.onnx.export call of the script, as torch.onnx.export runs it with
+    ``dynamo=True``: the inputs split by torch's own helper, ``dynamic_axes`` converted by
+    torch's own converter (docs/export-calls.md: a ``dynamo=False`` call is judged as it runs
+    without it, which is what onnxlens checks)."""
+    import torch
+    from torch.onnx._internal.exporter import _compat, _dynamic_shapes
+
+    call = _caught_export_call(path, root, target)
+    with _phase("build"):
+        model, args = call["model"], call["args"]
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"the call exports a {type(model).__name__}")
+        args, kwargs = _compat._get_torch_export_args(
+            (args,) if isinstance(args, torch.Tensor) else tuple(args), call["kwargs"])
+        dynamic_shapes = call["dynamic_shapes"]
+        if dynamic_shapes is None and call["dynamic_axes"] is not None:
+            dynamic_shapes, args, kwargs = _dynamic_shapes.from_dynamic_axes_to_dynamic_shapes(
+                model, args, kwargs, dynamic_axes=call["dynamic_axes"],
+                input_names=call["input_names"], output_names=set(call["output_names"] or ()))
+    options = {"dynamic_shapes": dynamic_shapes, "opset": call["opset_version"],
+               "input_names": call["input_names"], "output_names": call["output_names"],
+               "custom_translation_table": call["custom_translation_table"],
+               "training": model.training}
+    return Built(model, tuple(args), dict(kwargs or {}), bool(kwargs), options)
+
+
 def _load(path: Path, root: Path, target: Any) -> Built:
     import torch
 
+    if getattr(target, "export_call_line", None) is not None:
+        return _load_export_call(path, root, target)
     with _phase("import"):
         module = _import(path, root, target)
     options: dict[str, Any] = {}
@@ -508,6 +581,8 @@ def evaluate(path: Path, root: Path, target: Any) -> TruthResult:
     result = TruthResult(str(path), target.name, "ok", versions=versions())
     try:
         _evaluate(path, root, target, result)
+    except _NotReached as not_reached:
+        result.status, result.note = "skipped", str(not_reached)
     except PhaseFailed as failed:
         result.status = "failed"
         errors = error_chain(failed.error) if failed.error is not None else [
