@@ -1,8 +1,8 @@
 """The corpus's CI subset, chosen by rule: every ExportDB example, every fixture, example and
-export script of this project (and those modelled on public ones), a handful of transformers architectures (a tied-embedding causal LM, an
-encoder, an encoder–decoder, a windowed vision model, a decoder with dynamic batch and
-sequence) and, where torchvision imports (the torch 2.14.1 leg), two classification models
-and a detection model.
+export script of this project (and those modelled on public ones), a handful of transformers
+architectures (a tied-embedding causal LM, an encoder, an encoder–decoder, a windowed vision
+model, a decoder with dynamic batch and sequence) and, where torchvision imports (the torch
+2.14.1 leg), two classification models and a detection model.
 
 A test of a speed shortcut checks the same subset again with the shortcut switched off and
 compares onnxlens's verdicts::
