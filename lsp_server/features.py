@@ -144,7 +144,7 @@ def _fix_actions(uri: str, diagnostic: types.Diagnostic, positions: PositionConv
 
     data = diagnostic.data or {}
     actions = []
-    for key in ("static_fix", "fix"):
+    for key in ("static_fix", "fix", "check_fix"):
         fix = data.get(key)
         if not fix:
             continue

@@ -191,9 +191,10 @@ def _jsonable(value: Any) -> Any:
 
 def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
     data = dict(diagnostic.data)
-    if "fix" in data:
-        fix = data["fix"]
-        data["fix"] = {**fix, **_located_json(Path(fix["path"]), fix["range"])}
+    for key in ("fix", "static_fix", "check_fix"):  # the edits of quick fixes
+        if key in data:
+            fix = data[key]
+            data[key] = {**fix, **_located_json(Path(fix["path"]), fix["range"])}
     return {
         "rule": diagnostic.rule,
         "severity": Severity(diagnostic.severity).value,

@@ -170,20 +170,47 @@ def export_call_sites(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFun
 
 # -- the rules -------------------------------------------------------------------------------
 
-def legacy_argument_diagnostics(tree: ast.Module, calls: list[ExportCall]) -> list[Diagnostic]:
-    """ONNX601-ONNX604 for every call (docs/rules/ONNX60*.md)."""
+def legacy_argument_diagnostics(tree: ast.Module, calls: list[ExportCall],
+                                lines: list[str]) -> list[Diagnostic]:
+    """ONNX601-ONNX604 for every call (docs/rules/ONNX60*.md). Each carries, when the call is
+    in a function without parameters and without a pragma, the edit that marks the function
+    so that its calls are checked (``data.check_fix``)."""
     found: list[Diagnostic] = []
     for call in calls:
         dynamo = call.literal("dynamo", True)
         if dynamo is False:
-            found.append(_torchscript(call))
-            continue
-        if dynamo is not True:
+            own = [_torchscript(call)]
+        elif dynamo is not True:
             continue  # decided at run time: which exporter runs is not known here
-        found += _dynamic_axes(tree, call)
-        found += _opset(call)
-        found += _ignored(call)
+        else:
+            own = _dynamic_axes(tree, call) + _opset(call) + _ignored(call)
+        check_fix = _check_this_call(tree, call, lines)
+        if check_fix is not None:
+            for diagnostic in own:
+                diagnostic.data["check_fix"] = check_fix
+        found += own
     return found
+
+
+def _check_this_call(tree: ast.Module, call: ExportCall,
+                     lines: list[str]) -> dict[str, Any] | None:
+    """The edit that puts ``# onnx-export:`` above the call's function (docs/export-calls.md)."""
+    function = next((node for node in tree.body if isinstance(node, ast.FunctionDef)
+                     and node.name == call.enclosing_function), None)
+    if function is None:
+        return None
+    arguments = function.args
+    if arguments.args or arguments.posonlyargs or arguments.kwonlyargs or arguments.vararg \
+            or arguments.kwarg:
+        return None
+    first = min([function.lineno] + [d.lineno for d in function.decorator_list])
+    above = lines[first - 2].strip() if first > 1 else ""
+    if above.startswith("#") and above[1:].strip().startswith("onnx-export"):
+        return None  # already marked: its calls are targets
+    indent = lines[first - 1][:len(lines[first - 1]) - len(lines[first - 1].lstrip())]
+    return {"title": f"Check this call: mark `{function.name}` with `# onnx-export:`",
+            "path": str(call.path), "range": Range.of(first, 1, first, 1),
+            "text": f"{indent}# onnx-export:\n"}
 
 
 def _here(call: ExportCall, argument: Argument) -> Location:

@@ -172,7 +172,7 @@ def discover(path: Path, source: str) -> Discovery:
                 target="",
             ))
     diagnostics.extend(_unparsable_cells(path, source))
-    diagnostics.extend(legacy_argument_diagnostics(tree, export_calls(path, tree, lines)))
+    diagnostics.extend(legacy_argument_diagnostics(tree, export_calls(path, tree, lines), lines))
     _report_duplicate_names(targets, diagnostics)
     bindings = _top_level_bindings(tree)
     targets = [replace(target, rebound_at=next(

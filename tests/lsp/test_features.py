@@ -270,6 +270,7 @@ async def test_legacy_export_arguments_are_flagged_and_fixed_one_after_the_other
         actions = await _actions(client, uri, found)
         assert [a.title for a in actions] == [
             "Remove `dynamo=False` (use the torch.export-based exporter)",
+            "Check this call: mark `export` with `# onnx-export:`",
             "Ignore ONNX601 on this line"]
         (edits,) = actions[0].edit.changes.values()
         text = apply_edits(LEGACY_EXPORT, edits, client.position_encoding)
@@ -286,5 +287,14 @@ async def test_legacy_export_arguments_are_flagged_and_fixed_one_after_the_other
         change_and_save(client, uri, text, 3)
         found = await diagnostics_for(client, uri, lambda d: len(d) == 1)
         assert [d.code for d in found] == ["ONNX603"]
+        # "check this call": the function is marked, and its call is checked (a target)
+        check = next(a for a in await _actions(client, uri, found)
+                     if a.title.startswith("Check this call"))
+        (edits,) = check.edit.changes.values()
+        text = apply_edits(text, edits, client.position_encoding)
+        assert "\n# onnx-export:\ndef export():\n" in text
+        change_and_save(client, uri, text, 4)
+        found = await diagnostics_for(client, uri, lambda d: any(x.code != "ONNX603" for x in d))
+        assert {(d.code, d.range.start.line) for d in found} >= {("ONNX203", 10)}  # the call
     finally:
         close_file(client, uri)

@@ -184,3 +184,14 @@ def test_the_torchlib_opset_is_the_installed_torchs():
     from torch.onnx._internal.exporter import _constants
 
     assert _constants.TORCHLIB_OPSET == TORCHLIB_OPSET
+
+
+def test_check_this_call_marks_the_function_once():
+    finding = discover(Path("s.py"), LEGACY).diagnostics[0]
+    check = finding.data["check_fix"]
+    assert check["title"] == "Check this call: mark `export` with `# onnx-export:`"
+    marked = _apply(LEGACY, check)
+    assert "\n# onnx-export:\ndef export():\n" in marked
+    after = discover(Path("s.py"), marked)
+    assert [t.name for t in after.targets] == ["export@19"]  # the call is now a target
+    assert all("check_fix" not in d.data for d in after.diagnostics)
