@@ -11,7 +11,7 @@ import dataclasses
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -84,10 +84,29 @@ class _Protocol(LanguageServerProtocol):
         super()._send_response(msg_id, result, error)
 
 
+#: the notebooks whose Python cells the client sends (lsp_server/notebooks.py): every notebook
+#: type (Jupyter's, and others that hold Python cells)
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithCells(
+        notebook="*", cells=[types.NotebookCellLanguage(language="python")])],
+    save=True)
+
+
+class CellPublisher(Protocol):
+    """A notebook's view (lsp_server/notebooks.py): publishes its file's findings on its
+    cells."""
+
+    def publish(self, diagnostics: list[Diagnostic], server: OnnxLensServer,
+                positions: PositionConverter) -> None: ...
+
+
 class OnnxLensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("onnxlens", __version__, protocol_cls=_Protocol,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=NOTEBOOK_SYNC)
+        # open notebooks by their file's URI: their findings are published on their cells
+        self.notebooks: dict[str, CellPublisher] = {}
         self.settings = Options()
         self.support = ClientSupport()  # what the client supports: set at initialize
         self.trusted = False
@@ -229,6 +248,10 @@ class OnnxLensServer(LanguageServer):
 
     def publish(self, uri: str, version: int | None = None) -> None:
         positions = self.positions()
+        notebook = self.notebooks.get(uri)
+        if notebook is not None:
+            notebook.publish(self.store.for_file(uri), self, positions)
+            return
         diagnostics = [to_lsp(d, self.support, positions) for d in self.store.for_file(uri)]
         if not self.support.diagnostic_versions:
             version = None

@@ -126,19 +126,32 @@ def notebook_module(raw: bytes) -> NotebookModule:
         raise NotebookError("it is not a Jupyter notebook in nbformat 4 (no `cells` list)")
     line_starts = _line_starts(raw.decode("utf-8-sig"))
     ascii_escaped = b"\\u" in raw
+    code: list[tuple[int, str, tuple[tuple[int, int], ...]]] = []
+    for index, cell in enumerate(cells):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            pieces = _source_pieces(cell.get("source", ""))
+            code.append((index + 1, "".join(pieces), _raw_starts(pieces, line_starts)))
+    return _module(code, ascii_escaped)
+
+
+def module_of_cells(cells: list[tuple[int, str]]) -> NotebookModule:
+    """The module of code cells given as (number, text), in order: what an editor's notebook
+    document holds (the language server's notebook sync)."""
+    return _module([(number, text, ()) for number, text in cells], False)
+
+
+def _module(code: list[tuple[int, str, tuple[tuple[int, int], ...]]],
+            ascii_escaped: bool) -> NotebookModule:
     module_lines: list[str] = []
     code_cells: list[CodeCell] = []
     problems: list[CellProblem] = []
-    for index, cell in enumerate(cells):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        pieces = _source_pieces(cell.get("source", ""))
-        lines = tuple(_cell_lines("".join(pieces)))
-        python, problem = _python_of(lines, index + 1)
+    for number, text, raw_starts in code:
+        lines = tuple(_cell_lines(text))
+        python, problem = _python_of(lines, number)
         if problem is not None:
             problems.append(problem)
-        code_cells.append(CodeCell(index + 1, len(module_lines) + 1, lines,
-                                   _raw_starts(pieces, line_starts), ascii_escaped))
+        code_cells.append(CodeCell(number, len(module_lines) + 1, lines, raw_starts,
+                                   ascii_escaped))
         module_lines += python or [""]
     return NotebookModule("".join(line + "\n" for line in module_lines), tuple(code_cells),
                           tuple(problems))

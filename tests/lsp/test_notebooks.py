@@ -1,0 +1,68 @@
+"""A notebook open in the editor (LSP notebook sync): its code cells are checked as one module
+and each finding is published on its cell's text document, at the line within the cell; an
+edit of a cell, saved, re-checks (lsp_server/notebooks.py, docs/notebooks.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from lsprotocol import types
+
+from tests.lsp.conftest import diagnostics_for, served, uri_of
+
+NOTEBOOK = Path(__file__).parents[1] / "onnxlens" / "notebooks" / "export.ipynb"
+FIXED = "    def forward(self, x):\n        return torch.where(x.sum() > 0, x + 1, x - 1)\n"
+
+
+def _cell_uri(notebook: Path, number: int) -> str:
+    """As VS Code names a cell: a quoted fragment (pygls keeps the document unquoted)."""
+    return f"vscode-notebook-cell:{notebook.resolve().as_posix()}#W{number}sZmlsZQ%3D%3D"
+
+
+async def test_findings_land_on_their_cells_and_clear_after_the_fix(tmp_path):
+    notebook = tmp_path / NOTEBOOK.name
+    shutil.copy(NOTEBOOK, notebook)
+    (tmp_path / "pyproject.toml").write_text("")
+    cells = json.loads(notebook.read_text())["cells"]
+    texts = {number: "".join(cell["source"]) for number, cell in enumerate(cells, 1)
+             if cell["cell_type"] == "code"}
+    notebook_uri = uri_of(notebook)
+    async with served(tmp_path) as client:
+        client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook_uri, notebook_type="jupyter-notebook", version=1,
+                cells=[types.NotebookCell(
+                    kind=types.NotebookCellKind.Code if number in texts
+                    else types.NotebookCellKind.Markup, document=_cell_uri(notebook, number))
+                    for number in range(1, len(cells) + 1)]),
+            cell_text_documents=[types.TextDocumentItem(
+                uri=_cell_uri(notebook, number), language_id="python", version=1, text=text)
+                for number, text in texts.items()]))
+
+        branching = _cell_uri(notebook, 6)
+        found = await diagnostics_for(client, branching, lambda d: bool(d))
+        assert [(d.code, d.range.start.line, d.range.start.character, d.range.end.character)
+                for d in found] == [("ONNX101", 3, 11, 22)]  # cell 6, line 4, `x.sum() > 0`
+        assert found[0].message.startswith("`if x.sum() > 0:` depends on the values")
+        for number in sorted(texts.keys() - {6}):  # clean (Quiet's finding is suppressed)
+            assert await diagnostics_for(client, _cell_uri(notebook, number)) == []
+
+        fixed = texts[6].replace(texts[6][texts[6].index("    def forward"):], FIXED)
+        client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=2,
+                                                                        uri=notebook_uri),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+                text_content=[types.NotebookDocumentCellContentChanges(
+                    document=types.VersionedTextDocumentIdentifier(uri=branching, version=2),
+                    changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)])]))))
+        client.diagnostics.pop(branching, None)
+        client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=notebook_uri)))
+        assert await diagnostics_for(client, branching) == []
+
+        client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=notebook_uri),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=_cell_uri(notebook, n))
+                                 for n in texts]))

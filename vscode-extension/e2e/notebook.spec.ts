@@ -1,0 +1,40 @@
+/**
+ * A Jupyter notebook in VS Code's notebook editor: the finding of the target in cell 6 is a
+ * squiggle in that cell and a problem at the cell's line; rewriting the branch and saving
+ * makes it go (the server checks the notebook's code cells as one module, docs/notebooks.md).
+ */
+import { expect, test } from "@playwright/test";
+import * as path from "path";
+import { vscodeSession } from "./session";
+import { expectProblems, openFile, problems, screenshot } from "./workbench";
+
+test.describe.configure({ mode: "serial" });
+
+const session = vscodeSession(true, undefined, path.join(__dirname, "workspaces", "notebook"));
+
+test("a notebook's finding is squiggled in its cell and goes after the fix", async () => {
+  const { page } = session;
+  await openFile(page, "export.ipynb");
+  await expect(page.locator(".notebookOverlay")).toBeVisible({ timeout: 60_000 });
+  const [found] = await expectProblems(page, [["ONNX101", 4]]);
+  expect(found.text).toContain("depends on the values inside a tensor");
+  // the problem reveals its cell; the squiggle is in the cell that holds `if x.sum() > 0:`,
+  // and in no other one
+  await page.locator(".markers-panel .monaco-list-row", { hasText: "ONNX101" }).first().dblclick();
+  const cell = page.locator(".notebookOverlay .code-cell-row", { hasText: "class Branching" });
+  await expect(cell.locator(".squiggly-error")).toHaveCount(1, { timeout: 30_000 });
+  await expect(page.locator(".notebookOverlay .squiggly-error")).toHaveCount(1);
+  await screenshot(page, "notebook");
+
+  // the fix: from the branch's line to the end of the cell, one `torch.where`
+  await expect(cell.locator(".monaco-editor.focused")).toBeVisible({ timeout: 10_000 });
+  await page.keyboard.press("Home"); // to the `if`, after the indentation
+  await page.keyboard.press("Control+Shift+End");
+  // a closing bracket the editor added itself is typed over
+  await page.keyboard.type("return torch.where(x.sum() > 0, x + 1, x - 1)");
+  await expect(cell).toContainText("return torch.where(x.sum() > 0, x + 1, x - 1)");
+  await page.keyboard.press("Control+S");
+  await expect.poll(async () => (await problems(page)).length, { timeout: 150_000 }).toBe(0);
+  await expect(page.locator(".notebookOverlay .squiggly-error")).toHaveCount(0);
+  await screenshot(page, "notebook-fixed");
+});
