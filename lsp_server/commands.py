@@ -55,8 +55,7 @@ async def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]
 
 def _job(ls: OnnxLensServer, uri: str, target: Target, kind: JobKind,
          **extra: Any) -> JobRequest:
-    document = ls.workspace.get_text_document(uri)
-    return ls.job_request(kind, target, document.source, **extra)
+    return ls.job_request(kind, target, ls.document_text(uri), **extra)
 
 
 def _require_trust(ls: OnnxLensServer) -> None:

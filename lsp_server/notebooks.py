@@ -7,13 +7,16 @@ cells' text documents (``vscode-notebook-cell:`` URIs) when they are published."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, replace
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types
 
-from exporter.findings.diagnostics import Diagnostic
-from exporter.source.notebooks import NotebookModule, module_of_cells
+from exporter.findings.diagnostics import Diagnostic, Range
+from exporter.source.notebooks import CodeCell, NotebookModule, module_of_cells
+from exporter.source.targets import Target, discover
 from exporter.source.text import split_lines
 from lsp_server.convert import PositionConverter, path_of, path_uri, to_lsp
 from lsp_server.server import OnnxLensServer
@@ -26,6 +29,29 @@ class NotebookView:
     path: Path
     module: NotebookModule
     cell_uris: dict[int, str]  # cell number -> the cell's text document URI
+
+    @property
+    def text(self) -> str:
+        return self.module.text
+
+    def cell_of(self, cell_uri: str) -> CodeCell | None:
+        wanted = unquote(cell_uri)
+        number = next((n for n, uri in self.cell_uris.items() if unquote(uri) == wanted), None)
+        return next((c for c in self.module.cells if c.number == number), None)
+
+    def targets_in(self, cell: CodeCell) -> list[Target]:
+        """The notebook's targets defined in ``cell``, their ranges counted in the cell."""
+        found = discover(self.path, self.module.text).targets
+        offset = cell.first_line - 1
+        return [replace(target, definition=_moved(target.definition, -offset),
+                        pragma=_moved(target.pragma, -offset) if target.pragma else None)
+                for target in found
+                if cell.first_line <= target.definition.start.line <= cell.last_line]
+
+    def cell_positions(self, cell: CodeCell, positions: PositionConverter) -> PositionConverter:
+        """Columns converted with the cell's own lines."""
+        return PositionConverter(positions.encoding, lambda path: cell.lines
+                                 if path == self.path else positions.lines_of(path))
 
     def publish(self, diagnostics: list[Diagnostic], server: OnnxLensServer,
                 positions: PositionConverter) -> None:
@@ -41,6 +67,7 @@ class NotebookView:
             cell, _ = placed
             shown = to_lsp(diagnostic, server.support, module_lines)
             shown.range = _shifted(shown.range, cell.first_line - 1, cell.lines)
+            _fix_ranges_in_cell(shown, cell)
             if shown.related_information:
                 shown.related_information = [self._on_cell(info)
                                              for info in shown.related_information]
@@ -66,6 +93,29 @@ class NotebookView:
         for uri in self.cell_uris.values():
             server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, diagnostics=[]))
+
+
+def _moved(range_: Range, lines: int) -> Range:
+    return Range.of(range_.start.line + lines, range_.start.column,
+                    range_.end.line + lines, range_.end.column)
+
+
+def _fix_ranges_in_cell(shown: types.Diagnostic, cell: CodeCell) -> None:
+    """The quick fixes' edits (``data.fix`` and the like, ``[line, column, end line, end
+    column]`` of the module) as lines of the cell; an edit outside the cell is dropped."""
+    if not isinstance(shown.data, dict):
+        return
+    for key in ("fix", "static_fix", "check_fix"):
+        fix = shown.data.get(key)
+        if not isinstance(fix, dict) or not isinstance(fix.get("range"), list):
+            continue
+        line, column, end_line, end_column = fix["range"]
+        if not cell.first_line <= line <= end_line <= cell.last_line:
+            del shown.data[key]
+            continue
+        offset = cell.first_line - 1
+        shown.data[key] = {**fix, "range": [line - offset, column, end_line - offset,
+                                            end_column]}
 
 
 def _shifted(range_: types.Range, offset: int, lines: tuple[str, ...]) -> types.Range:
@@ -97,16 +147,42 @@ def view_of(server: OnnxLensServer, notebook_uri: str) -> NotebookView | None:
     return NotebookView(path_of(notebook_uri).resolve(), module_of_cells(cells), uris)
 
 
-def check_notebook(server: OnnxLensServer, notebook_uri: str, delay: float = 0.0) -> None:
+def check_notebook(server: OnnxLensServer, notebook_uri: str,
+                   delay: float = 0.0) -> asyncio.Task[None] | None:
     if not server.trusted:
-        return
+        return None
     view = view_of(server, notebook_uri)
     if view is None:
-        return
+        return None
     server.notebooks[path_uri(view.path)] = view
     notebook = server.workspace.get_notebook_document(notebook_uri=notebook_uri)
-    server.checker.request(notebook_uri, notebook.version if notebook else None,
-                           view.module.text, delay=delay)
+    return server.checker.request(notebook_uri, notebook.version if notebook else None,
+                                  view.module.text, delay=delay)
+
+
+@dataclass(frozen=True)
+class CellContext:
+    """A cell's text document as part of its open notebook: what CodeLens, hover and code
+    actions on the cell need."""
+
+    notebook_uri: str
+    view: NotebookView
+    cell: CodeCell
+
+    def targets(self) -> list[Target]:
+        return self.view.targets_in(self.cell)
+
+
+def cell_context(server: OnnxLensServer, uri: str) -> CellContext | None:
+    """``uri`` as a cell of an open, checked notebook; None for any other document."""
+    notebook = server.workspace.get_notebook_document(cell_uri=uri)
+    if notebook is None:
+        return None
+    view = server.notebook(notebook.uri)
+    if not isinstance(view, NotebookView):
+        return None
+    cell = view.cell_of(uri)
+    return CellContext(notebook.uri, view, cell) if cell is not None else None
 
 
 def did_open(server: OnnxLensServer, params: types.DidOpenNotebookDocumentParams) -> None:
@@ -136,6 +212,7 @@ def did_close(server: OnnxLensServer, params: types.DidCloseNotebookDocumentPara
 
 
 def register(server: OnnxLensServer) -> None:
+    server.check_notebook = lambda uri: check_notebook(server, uri)
     server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)(did_open)
     server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)(did_change)
     server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)(did_save)

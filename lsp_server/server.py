@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,7 +32,7 @@ from exporter.source.text import read_source
 from lsp_server.admission import Focus, default_budget_mb, default_slots
 from lsp_server.checks import Checker
 from lsp_server.client_support import ClientSupport
-from lsp_server.convert import PositionConverter, path_uri, to_lsp
+from lsp_server.convert import PositionConverter, path_of, path_uri, to_lsp
 from lsp_server.discovery import TargetDiscovery
 from lsp_server.progress import ProgressReporter, with_progress
 from lsp_server.store import DiagnosticsStore, group_by_file
@@ -92,9 +93,12 @@ NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
     save=True)
 
 
-class CellPublisher(Protocol):
-    """A notebook's view (lsp_server/notebooks.py): publishes its file's findings on its
-    cells."""
+class NotebookState(Protocol):
+    """An open notebook as its last check read it (lsp_server/notebooks.py): the module of
+    its code cells, and the publisher of its file's findings on its cells."""
+
+    @property
+    def text(self) -> str: ...
 
     def publish(self, diagnostics: list[Diagnostic], server: OnnxLensServer,
                 positions: PositionConverter) -> None: ...
@@ -105,8 +109,10 @@ class OnnxLensServer(LanguageServer):
         super().__init__("onnxlens", __version__, protocol_cls=_Protocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          notebook_document_sync=NOTEBOOK_SYNC)
-        # open notebooks by their file's URI: their findings are published on their cells
-        self.notebooks: dict[str, CellPublisher] = {}
+        # open notebooks by their file's URI: their findings are published on their cells;
+        # check_notebook (set by lsp_server/notebooks.py) checks one by its URI
+        self.notebooks: dict[str, NotebookState] = {}
+        self.check_notebook: Callable[[str], asyncio.Task[None] | None] | None = None
         self.settings = Options()
         self.support = ClientSupport()  # what the client supports: set at initialize
         self.trusted = False
@@ -289,10 +295,23 @@ class OnnxLensServer(LanguageServer):
 
     # -- checks --------------------------------------------------------------------------
 
+    def notebook(self, uri: str) -> NotebookState | None:
+        """The open notebook at ``uri`` (the notebook's URI, not a cell's)."""
+        return self.notebooks.get(path_uri(path_of(uri).resolve()))
+
+    def document_text(self, uri: str) -> str:
+        """What a check of ``uri`` reads: an open notebook's code cells as one module, else
+        the open document's text, else the saved file's."""
+        notebook = self.notebook(uri)
+        return notebook.text if notebook is not None else \
+            self.workspace.get_text_document(uri).source
+
     def request_check(self, uri: str, *, delay: float = 0.0,
                       opened: bool = False) -> asyncio.Task[None] | None:
         if not self.trusted:
             return None
+        if self.notebook(uri) is not None and self.check_notebook is not None:
+            return self.check_notebook(uri)
         self.focus.touch(uri)
         document = self.workspace.get_text_document(uri)
         return self.checker.request(uri, document.version, document.source, delay=delay,

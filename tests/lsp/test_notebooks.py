@@ -49,6 +49,27 @@ async def test_findings_land_on_their_cells_and_clear_after_the_fix(tmp_path):
         for number in sorted(texts.keys() - {6}):  # clean (Quiet's finding is suppressed)
             assert await diagnostics_for(client, _cell_uri(notebook, number)) == []
 
+        # CodeLens and hover on the cell that holds the target, at the cell's lines; the
+        # commands act on the notebook
+        lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=branching)))
+        assert [(lens.range.start.line, lens.command.title, list(lens.command.arguments))
+                for lens in lenses][:2] == [
+            (1, "✗ ONNX · 1 problem", [notebook_uri, "Branching"]),
+            (1, "Export", [notebook_uri, "Branching"])]
+        clean = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=_cell_uri(notebook, 4)),
+            position=types.Position(line=1, character=8)))  # `class Clean`
+        assert clean is not None and "ONNX export: `Clean`" in clean.contents.value
+        # the quick fix edits the cell's own document, at the cell's line
+        actions = await client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=branching), range=found[0].range,
+            context=types.CodeActionContext(diagnostics=found)))
+        ignore = actions[-1]
+        assert ignore.title == "Ignore ONNX101 on this line"
+        ((edited, (edit,)),) = ignore.edit.changes.items()
+        assert (edited, edit.range.start.line) == (branching, 3)
+
         fixed = texts[6].replace(texts[6][texts[6].index("    def forward"):], FIXED)
         client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
             notebook_document=types.VersionedNotebookDocumentIdentifier(version=2,

@@ -1,7 +1,7 @@
 /**
  * A Jupyter notebook in VS Code's notebook editor: the finding of the target in cell 6 is a
- * squiggle in that cell and a problem at the cell's line; rewriting the branch and saving
- * makes it go (the server checks the notebook's code cells as one module, docs/notebooks.md).
+ * squiggle in that cell, a problem at the cell's line and the cell's CodeLens; rewriting the
+ * branch and saving makes it go (the server checks the notebook's code cells as one module, docs/notebooks.md).
  */
 import { expect, test } from "@playwright/test";
 import * as path from "path";
@@ -24,6 +24,9 @@ test("a notebook's finding is squiggled in its cell and goes after the fix", asy
   const cell = page.locator(".notebookOverlay .code-cell-row", { hasText: "class Branching" });
   await expect(cell.locator(".squiggly-error")).toHaveCount(1, { timeout: 30_000 });
   await expect(page.locator(".notebookOverlay .squiggly-error")).toHaveCount(1);
+  await expect(cell.locator(".codelens-decoration", { hasText: "✗ ONNX · 1 problem" })).toBeVisible({
+    timeout: 30_000,
+  });
   await screenshot(page, "notebook");
 
   // the fix: from the branch's line to the end of the cell, one `torch.where`

@@ -118,7 +118,12 @@ class OnnxLens {
   private clientOptions(): LanguageClientOptions {
     const folder = vscode.workspace.workspaceFolders?.[0];
     return {
-      documentSelector: [{ scheme: "file", language: "python" }],
+      // Python files, and the Python cells of notebooks (CodeLens, hover and quick fixes on
+      // cells; the notebooks themselves are synced as the server asks, docs/notebooks.md)
+      documentSelector: [
+        { scheme: "file", language: "python" },
+        { notebook: "*", language: "python" },
+      ],
       outputChannel: this.output,
       diagnosticCollectionName: "onnxlens",
       initializationOptions: {
