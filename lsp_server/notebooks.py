@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -34,6 +35,11 @@ class NotebookView:
     def text(self) -> str:
         return self.module.text
 
+    @cached_property
+    def targets(self) -> list[Target]:
+        """The notebook's targets, found once per checked text (CodeLens and hover ask often)."""
+        return discover(self.path, self.module.text).targets
+
     def cell_of(self, cell_uri: str) -> CodeCell | None:
         wanted = unquote(cell_uri)
         number = next((n for n, uri in self.cell_uris.items() if unquote(uri) == wanted), None)
@@ -41,11 +47,10 @@ class NotebookView:
 
     def targets_in(self, cell: CodeCell) -> list[Target]:
         """The notebook's targets defined in ``cell``, their ranges counted in the cell."""
-        found = discover(self.path, self.module.text).targets
         offset = cell.first_line - 1
         return [replace(target, definition=_moved(target.definition, -offset),
                         pragma=_moved(target.pragma, -offset) if target.pragma else None)
-                for target in found
+                for target in self.targets
                 if cell.first_line <= target.definition.start.line <= cell.last_line]
 
     def cell_positions(self, cell: CodeCell, positions: PositionConverter) -> PositionConverter:

@@ -137,6 +137,14 @@ def _call(path: Path, node: ast.Call, lines: list[str], source: str,
     return call
 
 
+def takes_no_arguments(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a check can call the function as it is: only such a function's export calls
+    are targets (docs/export-calls.md)."""
+    arguments = function.args
+    return not (arguments.args or arguments.posonlyargs or arguments.kwonlyargs
+                or arguments.vararg or arguments.kwarg)
+
+
 def export_call_sites(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef
                       ) -> list[ast.Call]:
     """The calls in ``function`` that export: of ``torch.onnx.export`` itself, or of a
@@ -199,9 +207,7 @@ def _check_this_call(tree: ast.Module, call: ExportCall,
                      and node.name == call.enclosing_function), None)
     if function is None:
         return None
-    arguments = function.args
-    if arguments.args or arguments.posonlyargs or arguments.kwonlyargs or arguments.vararg \
-            or arguments.kwarg:
+    if not takes_no_arguments(function):
         return None
     first = min([function.lineno] + [d.lineno for d in function.decorator_list])
     above = lines[first - 2].strip() if first > 1 else ""

@@ -21,6 +21,7 @@ from exporter.source.export_calls import (
     export_call_sites,
     export_calls,
     legacy_argument_diagnostics,
+    takes_no_arguments,
 )
 from exporter.source.text import (
     char_column,
@@ -335,9 +336,7 @@ def _export_call_targets(tree: ast.Module, node: ast.FunctionDef | ast.AsyncFunc
                          target: Target, lines: list[str]) -> list[Target]:
     """A function that exports (calls torch.onnx.export, itself or through helpers of this
     file) is one target per call, named ``function@line`` and located at the call."""
-    arguments = node.args
-    if arguments.args or arguments.posonlyargs or arguments.kwonlyargs or arguments.vararg \
-            or arguments.kwarg:
+    if not takes_no_arguments(node):
         return []
     sites = export_call_sites(tree, node)
     return [replace(target, name=f"{target.name}@{call.lineno}",
