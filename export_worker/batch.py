@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from export_worker.client import WorkerClient, WorkerUnavailable
-from export_worker.messages import JobRequest, Ready
+from export_worker.fix_trials import try_fixes, with_trials
+from export_worker.messages import JobOutcome, JobRequest, Ready
 from export_worker.outcomes import Limits, target_result
 from exporter.config.options import ExportOptions
 from exporter.findings.result import CheckResult, TargetResult
@@ -53,6 +54,7 @@ class BatchOptions:
     memory_limit_mb: int | None
     jobs: int
     shard: Shard | None = None
+    fix_budget: float = 0.0  # seconds per failing target to try fixes (docs/fixes.md)
 
 
 @dataclass
@@ -116,7 +118,11 @@ async def _check_files(files: list[Path], options: BatchOptions,
                                  memory_limit_mb=options.memory_limit_mb)
             async with slots:
                 outcome = await client.submit(request)
-            entry.done[index] = target_result(target, outcome, limits)
+            checked = target_result(target, outcome, limits)
+            if checked.fix_candidates and options.fix_budget > 0:
+                checked = await _with_fixes_tried(client, slots, request, checked, limits,
+                                                  options.fix_budget)
+            entry.done[index] = checked
             emit_finished()
 
         emit_finished()  # files without targets before the first job
@@ -135,6 +141,20 @@ async def _check_files(files: list[Path], options: BatchOptions,
         result.extend(entry.result)
     left = sum(result is None for entry in entries for result in entry.done)
     return BatchResult(result, ready, [t for entry in entries for t in entry.targets], left)
+
+
+async def _with_fixes_tried(client: WorkerClient, slots: asyncio.Semaphore,
+                            request: JobRequest, checked: TargetResult, limits: Limits,
+                            budget: float) -> TargetResult:
+    """``checked`` with the fixes its check proposed tried, each in a job of its own that
+    waits for a slot as the checks do (docs/fixes.md)."""
+
+    async def submit(trial: JobRequest) -> JobOutcome:
+        async with slots:
+            return await client.submit(trial)
+
+    text = read_source(checked.path)
+    return with_trials(checked, await try_fixes(request, text, checked, submit, limits, budget))
 
 
 async def _until_done_or_interrupted(tasks: list[asyncio.Future[None]]) -> bool:

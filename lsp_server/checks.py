@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from export_worker.fix_trials import try_fixes, with_trials
 from export_worker.messages import JobKind, JobOutcome, JobRequest
 from export_worker.outcomes import JobCancelled, Limits, target_result
 from exporter.config.options import Options
@@ -17,7 +18,7 @@ from exporter.findings.diagnostics import Diagnostic, merge_duplicates
 from exporter.findings.result import CheckResult, TargetResult
 from exporter.reports.serialize import result_from_data
 from exporter.source.suppressions import apply_suppressions
-from exporter.source.targets import Target
+from exporter.source.targets import Discovery, Target
 from exporter.source.text import decoding_problem, split_lines
 from lsp_server.admission import UNMEASURED_CHECK_MB, CheckQueue, Focus, Priority
 from lsp_server.convert import path_of
@@ -250,6 +251,7 @@ class Checker:
         result = CheckResult(targets=list(results), file_diagnostics=list(found.diagnostics),
                              files=[path])
         self._publish(uri, version, self._with_suppressions(result, found.targets, text))
+        await self._try_fixes(uri, version, text, found, list(results), opened)
 
     def _with_suppressions(self, result: CheckResult, targets: list[Target],
                            text: str) -> CheckResult:
@@ -266,28 +268,65 @@ class Checker:
                           found_early: Callable[[Target, dict[str, Any]], None],
                           opened: bool) -> TargetResult:
         request = self.host.job_request("check", target, text, progress=True)
-        outcome: JobOutcome | None = self.results.get(request, self.host.worker.identity())
-        if outcome is None:
-            installed = installed_packages()
-            key = (str(target.path), target.name)
-            async with self.queue.slot(uri, self.expected_mb.get(key, UNMEASURED_CHECK_MB),
-                                       opened):
-                outcome = await self.host.worker.submit(
-                    request, lambda data: found_early(target, data))
-            if outcome.peak_rss_mb > 0:
-                self.expected_mb[key] = outcome.peak_rss_mb
-            # the worker that ran it: a document opened while the worker started queued
-            # before the worker had a pid
-            self.results.put(request, self.host.worker.identity(), outcome, installed)
-            log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
-        else:
-            log.debug("check reused: %s %s", target.path, target.name)
-        settings = self.host.settings
+        outcome = await self._submit(uri, target, request, opened,
+                                     lambda data: found_early(target, data))
         try:
-            return target_result(target, outcome,
-                                 Limits(settings.timeoutSeconds, settings.memoryLimitMB))
+            return target_result(target, outcome, self._limits())
         except JobCancelled:
             raise asyncio.CancelledError from None
+
+    async def _submit(self, uri: str, target: Target, request: JobRequest, opened: bool,
+                      on_progress: Callable[[dict[str, Any]], None] | None = None
+                      ) -> JobOutcome:
+        """``request``'s outcome: reused (lsp_server/reuse.py), else run when the queue
+        admits it."""
+        outcome: JobOutcome | None = self.results.get(request, self.host.worker.identity())
+        if outcome is not None:
+            log.debug("check reused: %s %s", target.path, target.name)
+            return outcome
+        installed = installed_packages()
+        key = (str(target.path), target.name)
+        async with self.queue.slot(uri, self.expected_mb.get(key, UNMEASURED_CHECK_MB),
+                                   opened):
+            outcome = await self.host.worker.submit(request, on_progress)
+        if outcome.peak_rss_mb > 0:
+            self.expected_mb[key] = outcome.peak_rss_mb
+        # the worker that ran it: a document opened while the worker started queued
+        # before the worker had a pid
+        self.results.put(request, self.host.worker.identity(), outcome, installed)
+        log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
+        return outcome
+
+    def _limits(self) -> Limits:
+        settings = self.host.settings
+        return Limits(settings.timeoutSeconds, settings.memoryLimitMB)
+
+    async def _try_fixes(self, uri: str, version: int | None, text: str, found: Discovery,
+                         results: list[TargetResult], opened: bool) -> None:
+        """After the verdict is shown: try the fixes its failures proposed (docs/fixes.md),
+        then show the verdict again with those that work, as quick fixes."""
+        budget = self.host.settings.fixBudgetSeconds
+        failing = [(target, result) for target, result in zip(found.targets, results)
+                   if result.fix_candidates]
+        if budget <= 0 or not failing:
+            return
+
+        async def tried(target: Target, checked: TargetResult) -> TargetResult:
+            async def submit(trial: JobRequest) -> JobOutcome:
+                return await self._submit(uri, target, trial, opened)
+
+            request = self.host.job_request("check", target, text)
+            trials = await try_fixes(request, text, checked, submit, self._limits(), budget)
+            log.debug("fixes tried for %s: %s", target.name,
+                      ", ".join(f"{t.candidate.key} {t.verdict}" for t in trials))
+            return with_trials(checked, trials)
+
+        done = {r.name: r for r in await asyncio.gather(*(tried(t, r) for t, r in failing))}
+        if self.state(uri).requested_version != version:
+            return  # a newer request superseded this one
+        result = CheckResult(targets=[done.get(r.name, r) for r in results],
+                             file_diagnostics=list(found.diagnostics), files=[path_of(uri)])
+        self._publish(uri, version, self._with_suppressions(result, found.targets, text))
 
     def _publish(self, uri: str, version: int | None, result: CheckResult,
                  final: bool = True) -> None:

@@ -60,6 +60,10 @@ def _data(diagnostic: Diagnostic) -> dict[str, Any]:
         if isinstance(value, dict) and isinstance(value.get("range"), Range):
             value = {**value, "range": range_to_data(value["range"])}
         data[key] = value
+    if diagnostic.fixes:  # fixes tried and found working (docs/fixes.md): quick fixes
+        data["fixes"] = [{"title": trial.candidate.title, "edits": [
+            {"path": str(edit.path), "range": range_to_data(edit.range), "text": edit.text}
+            for edit in trial.candidate.edits]} for trial in diagnostic.fixes]
     return data
 
 
@@ -76,6 +80,9 @@ def to_lsp(diagnostic: Diagnostic, support: ClientSupport,
         description = types.CodeDescription(href=RULES[diagnostic.rule].doc_link)
     count = f" (×{diagnostic.count})" if diagnostic.count > 1 else ""
     hint = f"\n{diagnostic.hint}" if diagnostic.hint else ""
+    if diagnostic.fixes:
+        hint = "".join(f"\nTried and works: {trial.candidate.title} (a quick fix)"
+                       for trial in diagnostic.fixes) + hint
     return types.Diagnostic(
         range=positions.range(diagnostic.location.path, diagnostic.location.range),
         message=f"{diagnostic.message}{count}{hint}",

@@ -4,6 +4,7 @@ Plain functions of their inputs: ``presentation`` wires them to LSP methods."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -11,7 +12,7 @@ from lsprotocol import types
 from exporter.findings.result import StageState, TargetResult
 from exporter.source.suppressions import UNUSED_RULE, with_rule_added
 from exporter.source.targets import Target
-from lsp_server.convert import PositionConverter
+from lsp_server.convert import PositionConverter, path_uri
 
 _STATE_MARKS = {StageState.PASSED: "✓", StageState.FAILED: "✗", StageState.SKIPPED: "–"}
 
@@ -152,6 +153,17 @@ def _fix_actions(uri: str, diagnostic: types.Diagnostic, positions: PositionConv
         actions.append(types.CodeAction(
             title=fix["title"], kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
             edit=types.WorkspaceEdit(changes={uri: [edit]}), is_preferred=key == "static_fix"))
+    for index, fix in enumerate(data.get("fixes") or []):  # tried, and they work
+        changes: dict[str, list[types.TextEdit]] = {}
+        for change in fix["edits"]:
+            changed = Path(change["path"])
+            changes.setdefault(path_uri(changed), []).append(_edit(
+                uri, positions.range(changed, range_from_data(change["range"])),
+                change["text"]))
+        actions.append(types.CodeAction(
+            title=f"{fix['title']} (tried: the model then exports and matches)",
+            kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+            edit=types.WorkspaceEdit(changes=changes), is_preferred=index == 0))
     return actions
 
 

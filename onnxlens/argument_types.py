@@ -22,6 +22,10 @@ def seconds(text: str) -> float:
     return float(_number(text, float, "a number of seconds", "timeoutSeconds"))  # nan, inf too
 
 
+def fix_budget(text: str) -> float:
+    return float(_number(text, float, "a number of seconds", "fixBudgetSeconds"))
+
+
 def megabytes(text: str) -> int:
     return int(_number(text, int, "a whole number of megabytes", "memoryLimitMB"))
 

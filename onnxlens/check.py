@@ -57,8 +57,9 @@ def check_command(args: argparse.Namespace) -> int:
     severity = options.severity
     timeout, memory = limits(options)
     batch_options = BatchOptions(root, options.export, timeout, memory,
-                           args.jobs or os.cpu_count() or 1,
-                           Shard(*args.shard) if args.shard else None)
+                                 args.jobs or os.cpu_count() or 1,
+                                 Shard(*args.shard) if args.shard else None,
+                                 fix_budget=options.fixBudgetSeconds)
     select, ignore = options.select, options.ignore
     streaming = args.format == "text" and args.output is None
 

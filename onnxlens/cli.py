@@ -17,6 +17,7 @@ from exporter import __version__
 from exporter.findings.rules import RULES
 from onnxlens.argument_types import (
     category,
+    fix_budget,
     glob_list,
     job_count,
     rule_list,
@@ -96,6 +97,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--root", type=Path, help="workspace root (default: nearest directory "
                        "with pyproject.toml or .git)")
     add_limits(check, "checking a target")
+    check.add_argument("--fix-budget", type=fix_budget, default=None, metavar="SECONDS",
+                       help="after a target fails, try the fixes that apply to its failure "
+                       "for up to this long and show those that worked (default 120, or "
+                       "`fix-budget` in [tool.onnxlens]; 0 = none tried; docs/fixes.md)")
     check.add_argument("--jobs", "-j", type=job_count, default=None, metavar="N",
                        help="check N targets at once, each in its own process (default: the "
                        "number of CPU cores)")

@@ -49,6 +49,7 @@ class Options:
     debounceMs: int = _schema_default("debounceMs")
     timeoutSeconds: float = _schema_default("timeoutSeconds")
     memoryLimitMB: int = _schema_default("memoryLimitMB")
+    fixBudgetSeconds: float = _schema_default("fixBudgetSeconds")
     maxConcurrentChecks: int = _schema_default("maxConcurrentChecks")
     memoryBudgetMB: int = _schema_default("memoryBudgetMB")
     diagnosticMode: str = _schema_default("diagnosticMode")

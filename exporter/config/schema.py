@@ -125,6 +125,10 @@ SETTINGS = (
             pyproject="memory-limit-mb", cli="--memory-limit-mb", minimum=256,
             cli_default="no limit",
             maximum=1024 * 1024),
+    Setting("fixBudgetSeconds", "float", 120.0, "after a target fails, the time spent trying "
+            "the fixes that apply to its failure (docs/fixes.md); only fixes that worked are "
+            "shown; 0 = none tried", pyproject="fix-budget", cli="--fix-budget", minimum=0,
+            maximum=24 * 3600),
     Setting("maxConcurrentChecks", "int", 0, "checks that run at once; the rest wait, the "
             "document in front of you first (0: the number of cores)", minimum=0, maximum=256),
     Setting("memoryBudgetMB", "int", 0, "a check starts only while the memory the running "

@@ -10,29 +10,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from exporter.findings.fixes import FixTrial
+from exporter.findings.positions import Location, Position, Range
 from exporter.findings.rules import Severity, get_rule
 
-
-@dataclass(frozen=True, order=True)
-class Position:
-    line: int
-    column: int
-
-
-@dataclass(frozen=True, order=True)
-class Range:
-    start: Position
-    end: Position
-
-    @classmethod
-    def of(cls, line: int, column: int, end_line: int, end_column: int) -> Range:
-        return cls(Position(line, column), Position(end_line, end_column))
-
-
-@dataclass(frozen=True)
-class Location:
-    path: Path
-    range: Range
+__all__ = ["Diagnostic", "Location", "Position", "Range", "Related", "merge_duplicates",
+           "sort_key"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +36,8 @@ class Diagnostic:
     count: int = 1
     # Machine-readable extras for quick fixes (e.g. suggested dynamic_shapes).
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # Fixes onnxlens tried that work for this finding (exporter/findings/fixes.py)
+    fixes: tuple[FixTrial, ...] = field(default=(), compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.severity is None:

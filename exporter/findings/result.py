@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Range
+from exporter.findings.fixes import FixCandidate, FixTrial
 from exporter.findings.rules import Severity
 
 STAGES = ("load", "capture", "translate", "validate", "runtime", "numerics", "dynamic")
@@ -39,6 +40,10 @@ class TargetResult:
     stages: list[StageStatus] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+    # edits that may fix the failure, for the front end to try (docs/fixes.md) ...
+    fix_candidates: list[FixCandidate] = field(default_factory=list)
+    # ... and what each trial gave
+    fix_trials: list[FixTrial] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -111,7 +111,7 @@ _RULES = [
          "The code treats a dimension that `dynamic_shapes` declares dynamic as a constant "
          "(or limits its range), so the exported graph would only work for one size.",
          "Make the code size-agnostic (use -1 in reshapes, read sizes from `x.shape`), or "
-         "apply the suggested `dynamic_shapes`."),
+         "declare only the sizes it supports."),
     Rule("ONNX103", "unsupported-python", "capture", _E,
          "A Python construct cannot be captured.",
          "The code leaves the traceable subset: it converts tensors to NumPy or Python "

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from exporter.config.options import ExportOptions
 from exporter.findings.diagnostics import Diagnostic, Location, Related
+from exporter.findings.fixes import FixCandidate
 from exporter.findings.rules import Severity
 from exporter.source.targets import Target
 from exporter.source.text import Sources
@@ -93,6 +94,8 @@ class CheckContext:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # the pragma's, evaluated at load
     summary: dict[str, Any] = field(default_factory=dict)
+    # edits a stage found worth trying for its finding (exporter/pipeline/fix_candidates.py)
+    fix_candidates: list[FixCandidate] = field(default_factory=list)
 
     # The stages' products, in order (None: the stage did not run or did not succeed).
     loaded: Loaded | None = None

@@ -1,6 +1,6 @@
 """Locating problems that several stages report: at the ONNX node an error names
 (validate, runtime, dynamic), and at the line that specialized a declared dynamic dimension
-(capture, dynamic: ONNX102 with torch's suggested fix)."""
+(capture, dynamic: ONNX102, with torch's suggested fix to try)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location
+from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, find_nodes, metadata, names_in_message
 from exporter.source.traces import Frame
@@ -70,22 +71,24 @@ def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
     message = (f"{prefix + ' ' if prefix else ''}{described}, declared dynamic, is specialized "
                f"or constrained here (guard `{data.get('expr')}`): the exported graph would only "
                "accept the example size.")
-    extra: dict[str, Any] = {}
+    diagnostic = ctx.report("ONNX102", message, where)
+    # torch's suggested dynamic_shapes, and the specialized dimensions made static: edits
+    # of the pragma's dynamic_shapes, tried before they are shown (docs/fixes.md)
+    option = ctx.target.options.get("dynamic_shapes")
+    if option is None:
+        return diagnostic
+    answers = (diagnostic.rule, diagnostic.location.range)
     if suggestion is not None:
         source = _suggestion_source(suggestion)
-        extra["suggested_dynamic_shapes"] = source
-        message += f" Suggested `dynamic_shapes={source}`."
-        option = ctx.target.options.get("dynamic_shapes")
-        if option is not None:
-            extra["fix"] = {"title": "Apply the suggested dynamic_shapes",
-                            "path": str(ctx.target.path), "range": option.range, "text": source}
-    option = ctx.target.options.get("dynamic_shapes")
-    static = _without_dims(ctx, list(sources.values())) if option is not None else None
-    if option is not None and static is not None:
-        extra["static_fix"] = {"title": f"Make {described} static (the code needs one size)",
-                               "path": str(ctx.target.path), "range": option.range,
-                               "text": static}
-    return ctx.report("ONNX102", message, where, data=extra)
+        ctx.fix_candidates.append(FixCandidate(
+            "torch:suggested-dynamic-shapes", f"Use torch's suggested `dynamic_shapes={source}`",
+            "torch", (FixEdit(ctx.target.path, option.range, source),), answers))
+    static = _without_dims(ctx, list(sources.values()))
+    if static is not None:
+        ctx.fix_candidates.append(FixCandidate(
+            "onnxlens:static-dimension", f"Make {described} static (the code needs one size)",
+            "onnxlens", (FixEdit(ctx.target.path, option.range, static),), answers))
+    return diagnostic
 
 
 _SOURCE = re.compile(r"L\['(\w+)'\]((?:\[(?:'[^']*'|\d+)\])*)\.size\(\)\[(\d+)\]")

@@ -16,6 +16,7 @@ from typing import Any
 from exporter.findings.diagnostics import merge_duplicates, sort_key
 from exporter.findings.result import StageState, StageStatus, TargetResult
 from exporter.pipeline.context import CheckContext
+from exporter.pipeline.fix_candidates import fix_candidates
 from exporter.pipeline.stages import capture, dynamic, load, numerics, runtime, translate, validate
 from exporter.pipeline.stages.base import StageFailed, StageSkipped
 from exporter.source.traces import exception_frames
@@ -114,6 +115,7 @@ def run_pipeline(ctx: CheckContext,
                    ctx.map_frames(exception_frames(timeout)))
     result.diagnostics = sorted(merge_duplicates(ctx.diagnostics), key=sort_key)
     result.summary = dict(ctx.summary)
+    result.fix_candidates = fix_candidates(ctx, result.diagnostics)
     return result
 
 

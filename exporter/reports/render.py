@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range, sort_key
+from exporter.findings.fixes import FixCandidate, FixTrial
 from exporter.findings.result import CheckResult
 from exporter.findings.rules import RULES, Severity
 from exporter.source.notebooks import CodeCell
-from exporter.source.text import line_text, notebook_at
+from exporter.source.text import line_text, notebook_at, split_lines
 
 JSON_VERSION = 1
 
@@ -122,11 +123,25 @@ def format_diagnostic(diagnostic: Diagnostic) -> str:
     lines += _excerpt(diagnostic.location)
     for related in diagnostic.related:
         lines.append(f"   note: {position(related.location)}: {related.message}")
+    for trial in diagnostic.fixes:
+        lines += _proven_fix(trial)
     if diagnostic.hint:
         lines.append(f"   help: {diagnostic.hint}")
     rule = RULES[diagnostic.rule]
     lines.append(f"   docs: {rule.doc_url or f'onnxlens rule {rule.id}'}")
     return printable("\n".join(lines))
+
+
+def _proven_fix(trial: FixTrial) -> list[str]:
+    """A fix onnxlens tried, and the edits it is made of."""
+    lines = [f"   fix: {trial.candidate.title}; tried: the model then exports and ONNX Runtime "
+             f"matches PyTorch ({trial.seconds:.0f} s)"]
+    for edit in trial.candidate.edits:
+        text = " ".join(part.strip() for part in split_lines(edit.text) if part.strip())
+        change = "remove" if not text else f"insert `{text}`" \
+            if edit.range.start == edit.range.end else f"replace with `{text}`"
+        lines.append(f"        {position(Location(edit.path, edit.range))}: {change}")
+    return lines
 
 
 def format_text(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
@@ -208,7 +223,15 @@ def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
         "count": diagnostic.count,
         "url": RULES[diagnostic.rule].doc_link,
         "data": _jsonable(data),
+        "fixes": [{**_candidate_json(trial.candidate), "seconds": round(trial.seconds, 1)}
+                  for trial in diagnostic.fixes],
     }
+
+
+def _candidate_json(candidate: FixCandidate) -> dict[str, Any]:
+    return {"key": candidate.key, "title": candidate.title, "source": candidate.source,
+            "edits": [{**_located_json(edit.path, edit.range), "text": edit.text}
+                      for edit in candidate.edits]}
 
 
 def result_json(result: CheckResult, diagnostics: list[Diagnostic]) -> dict[str, Any]:
@@ -220,6 +243,9 @@ def result_json(result: CheckResult, diagnostics: list[Diagnostic]) -> dict[str,
             "ok": target.ok,
             "stages": [status.as_dict() for status in target.stages],
             "summary": _jsonable(target.summary),
+            "fix_trials": [{**_candidate_json(trial.candidate), "verdict": trial.verdict,
+                            "seconds": round(trial.seconds, 1), "detail": trial.detail}
+                           for trial in target.fix_trials],
         } for target in result.targets],
         "diagnostics": [diagnostic_json(d) for d in sorted(diagnostics, key=sort_key)],
     }

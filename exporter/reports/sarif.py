@@ -15,6 +15,7 @@ import sarif_om as sarif
 
 from exporter import __version__
 from exporter.findings.diagnostics import Diagnostic, Location, Range
+from exporter.findings.fixes import FixEdit
 from exporter.findings.result import CheckResult
 from exporter.findings.rules import RULES, Severity
 from exporter.reports.render import in_cell
@@ -176,19 +177,32 @@ def _result(diagnostic: Diagnostic, root: Path, rule_index: dict[str, int]) -> s
 
 
 def _fixes(diagnostic: Diagnostic, root: Path) -> list[sarif.Fix] | None:
+    """A quick fix's edit (``data["fix"]``: ONNX60x's rewrites) and every fix onnxlens tried
+    and found working (docs/fixes.md), as SARIF ``fixes``; none in a notebook, whose cell
+    text is a JSON string: no faithful text replacement."""
+    edits: list[tuple[str, list[FixEdit]]] = []
     replacement = diagnostic.data.get("fix")
-    if not replacement or is_notebook(Path(replacement["path"])):
-        return None  # a notebook's cell text is a JSON string: no faithful text replacement
-    return [sarif.Fix(
-        description=sarif.Message(text=replacement["title"]),
-        artifact_changes=[sarif.ArtifactChange(
-            artifact_location=_artifact(Path(replacement["path"]), root),
-            replacements=[sarif.Replacement(
-                deleted_region=_region(replacement["range"]),
-                inserted_content=sarif.ArtifactContent(text=replacement["text"]),
-            )],
-        )],
-    )]
+    if replacement:
+        edits.append((replacement["title"], [FixEdit(Path(replacement["path"]),
+                                                     replacement["range"], replacement["text"])]))
+    edits += [(f"{trial.candidate.title} (tried by onnxlens: the model then exports and "
+               "matches ONNX Runtime)", list(trial.candidate.edits))
+              for trial in diagnostic.fixes]
+    fixes = [sarif.Fix(description=sarif.Message(text=title), artifact_changes=[
+        sarif.ArtifactChange(artifact_location=_artifact(path, root), replacements=[
+            sarif.Replacement(deleted_region=_region(edit.range),
+                              inserted_content=sarif.ArtifactContent(text=edit.text))
+            for edit in group])
+        for path, group in _by_path(changes).items()])
+        for title, changes in edits if not any(is_notebook(e.path) for e in changes)]
+    return fixes or None
+
+
+def _by_path(edits: list[FixEdit]) -> dict[Path, list[FixEdit]]:
+    grouped: dict[Path, list[FixEdit]] = {}
+    for edit in edits:
+        grouped.setdefault(edit.path, []).append(edit)
+    return grouped
 
 
 def _notification(diagnostic: Diagnostic, root: Path) -> sarif.Notification:

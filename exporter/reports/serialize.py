@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range, Related
+from exporter.findings.fixes import FixCandidate, FixEdit, FixTrial
 from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
 from exporter.findings.rules import Severity
 
@@ -63,6 +64,7 @@ def diagnostic_to_data(diagnostic: Diagnostic) -> dict[str, Any]:
         "hint": diagnostic.hint,
         "count": diagnostic.count,
         "data": _jsonable(diagnostic.data),
+        "fixes": [trial_to_data(trial) for trial in diagnostic.fixes],
     }
 
 
@@ -73,7 +75,37 @@ def diagnostic_from_data(data: dict[str, Any]) -> Diagnostic:
         related=tuple(Related(_location_from_data(r["location"]), r["message"])
                       for r in data["related"]),
         hint=data["hint"], count=data["count"], data=_from_jsonable(data["data"]),
+        fixes=tuple(trial_from_data(trial) for trial in data["fixes"]),
     )
+
+
+def candidate_to_data(candidate: FixCandidate) -> dict[str, Any]:
+    return {
+        "key": candidate.key, "title": candidate.title, "source": candidate.source,
+        "edits": [{"path": str(edit.path), "range": range_to_data(edit.range),
+                   "text": edit.text} for edit in candidate.edits],
+        "answers": None if candidate.answers is None
+        else [candidate.answers[0], range_to_data(candidate.answers[1])],
+    }
+
+
+def candidate_from_data(data: dict[str, Any]) -> FixCandidate:
+    answers = data["answers"]
+    return FixCandidate(
+        data["key"], data["title"], data["source"],
+        tuple(FixEdit(Path(edit["path"]), range_from_data(edit["range"]), edit["text"])
+              for edit in data["edits"]),
+        None if answers is None else (answers[0], range_from_data(answers[1])))
+
+
+def trial_to_data(trial: FixTrial) -> dict[str, Any]:
+    return {"candidate": candidate_to_data(trial.candidate), "verdict": trial.verdict,
+            "seconds": round(trial.seconds, 3), "detail": trial.detail}
+
+
+def trial_from_data(data: dict[str, Any]) -> FixTrial:
+    return FixTrial(candidate_from_data(data["candidate"]), data["verdict"], data["seconds"],
+                    data["detail"])
 
 
 def target_to_data(target: TargetResult) -> dict[str, Any]:
@@ -84,6 +116,8 @@ def target_to_data(target: TargetResult) -> dict[str, Any]:
         "stages": [status.as_dict() for status in target.stages],
         "diagnostics": [diagnostic_to_data(d) for d in target.diagnostics],
         "summary": _jsonable(target.summary),
+        "fix_candidates": [candidate_to_data(c) for c in target.fix_candidates],
+        "fix_trials": [trial_to_data(t) for t in target.fix_trials],
     }
 
 
@@ -95,6 +129,8 @@ def target_from_data(data: dict[str, Any]) -> TargetResult:
                 for s in data["stages"]],
         diagnostics=[diagnostic_from_data(d) for d in data["diagnostics"]],
         summary=_from_jsonable(data["summary"]),
+        fix_candidates=[candidate_from_data(c) for c in data["fix_candidates"]],
+        fix_trials=[trial_from_data(t) for t in data["fix_trials"]],
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tests.corpus.common import to_json
 from tests.corpus.corpus import SOURCES, Corpus, materialize
+from tests.corpus.fixes import confirm_fixes, fix_table, fix_totals, fix_totals_line
 from tests.corpus.harness import Outcome, Totals, disagreements, run_corpus
 from tests.corpus.judge import Row
 
@@ -96,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="extra environment variable for onnxlens (repeatable)")
     parser.add_argument("--truth-timeout", type=float, default=300.0)
+    parser.add_argument("--fix-budget", type=float, default=0.0, metavar="SECONDS",
+                        help="let onnxlens try fixes for each failing target for this long, "
+                        "then judge every fix it shows with the plain exporter "
+                        "(tests/corpus/fixes.py; default 0: the verdicts alone)")
     options = parser.parse_args(argv)
     sources = list(options.only or SOURCES)
     if "fixtures" in sources and "examples" not in sources:
@@ -113,21 +118,33 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"{count} targets in {len(corpus.files)} files; workspace {workspace}")
         outcome = run_corpus(corpus, options.jobs, env=env, batch=options.batch,
                              use_cache=not options.no_cache,
-                             timeout=options.truth_timeout, log=_log)
+                             timeout=options.truth_timeout, log=_log,
+                             fix_budget=options.fix_budget)
+        checks = confirm_fixes(outcome.rows, options.jobs, timeout=options.truth_timeout,
+                               use_cache=not options.no_cache) if options.fix_budget else []
     wall = time.perf_counter() - started
     rows = table(outcome.rows)
     print(render_text(rows))
     print()
     for line in totals_lines(outcome.totals, wall):
         print(line)
+    fixes = fix_totals(outcome.rows, checks)
+    if options.fix_budget:
+        print()
+        print(render_text(fix_table(outcome.rows, checks), width=120))
+        print(fix_totals_line(fixes))
     if options.json:
         options.json.write_text(json.dumps({
             "totals": to_json(outcome.totals), "rows": to_json(outcome.rows),
-            "not_buildable": to_json(corpus.not_buildable)}, indent=1), encoding="utf-8")
+            "not_buildable": to_json(corpus.not_buildable),
+            "fixes": {"totals": to_json(fixes), "shown": [
+                {"file": c.row.file, "target": c.row.target, "fix": c.trial.key,
+                 "plain exporter": c.truth, "confirmed": c.confirmed} for c in checks]},
+        }, indent=1), encoding="utf-8")
     if options.markdown:
         options.markdown.write_text(render_markdown(rows, outcome, corpus, wall),
                                     encoding="utf-8")
-    return 1 if disagreements(outcome.rows) else 0
+    return 1 if disagreements(outcome.rows) or fixes.false_fixes else 0
 
 
 if __name__ == "__main__":

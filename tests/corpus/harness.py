@@ -96,22 +96,25 @@ def lens_batches(corpus: Corpus, jobs: int, batch: bool) -> list[list[CorpusFile
     return batches
 
 
-def check_batch(files: list[CorpusFile], env: dict[str, str] | None = None) -> dict[str, LensFile]:
+def check_batch(files: list[CorpusFile], env: dict[str, str] | None = None,
+                fix_budget: float = 0.0) -> dict[str, LensFile]:
     """onnxlens on ``files`` (one root) in one process; when that process fails as a whole,
     each file again in its own, so that the failure lands on its file."""
     results = run_onnxlens_files([f.path for f in files], lens_root(files[0], len(files) > 1),
-                                 sum(len(f.targets) for f in files), env=env)
+                                 sum(len(f.targets) for f in files), env=env,
+                                 fix_budget=fix_budget)
     if len(files) > 1 and all(result.failure for result in results.values()):
         results = {}
         for corpus_file in files:
             results |= run_onnxlens_files([corpus_file.path], corpus_file.root,
-                                          len(corpus_file.targets), env=env)
+                                          len(corpus_file.targets), env=env,
+                                          fix_budget=fix_budget)
     return results
 
 
 def _check_and_log(files: list[CorpusFile], env: dict[str, str] | None,
-                   log: Log | None) -> dict[str, LensFile]:
-    results = check_batch(files, env)
+                   log: Log | None, fix_budget: float = 0.0) -> dict[str, LensFile]:
+    results = check_batch(files, env, fix_budget)
     if log:
         for corpus_file in files:
             result = results[str(corpus_file.path)]
@@ -157,10 +160,12 @@ def verdicts_of(lens_files: dict[str, LensFile]) -> dict[TargetKey, object]:
 
 def run_corpus(corpus: Corpus, jobs: int = 2, *, env: dict[str, str] | None = None,
                batch: bool = False, use_cache: bool = True, timeout: float = DEFAULT_TIMEOUT,
-               log: Log | None = None, root_processes: int | None = None) -> Outcome:
+               log: Log | None = None, root_processes: int | None = None,
+               fix_budget: float = 0.0) -> Outcome:
     """Truth and onnxlens for every target, all in one pool of ``jobs`` subprocesses at a time;
     then the agreement. ``root_processes``: how many onnxlens processes share the files of a
-    root when ``batch`` (default: ``jobs``; see :func:`lens_batches`)."""
+    root when ``batch`` (default: ``jobs``; see :func:`lens_batches`). ``fix_budget``: seconds
+    per failing target for onnxlens to try fixes (tests/corpus/fixes.py judges them)."""
     truths: dict[TargetKey, TruthResult] = {}
     lens_files: dict[str, LensFile] = {}
 
@@ -173,7 +178,7 @@ def run_corpus(corpus: Corpus, jobs: int = 2, *, env: dict[str, str] | None = No
             log(f"truth {target}: {result.status} {phase} {result.wall_seconds:.1f} s")
 
     def lens_task(files: list[CorpusFile]) -> None:
-        lens_files.update(_check_and_log(files, env, log))
+        lens_files.update(_check_and_log(files, env, log, fix_budget))
 
     tasks: list[Callable[[], None]] = [lambda b=files: lens_task(b)
                                        for files in lens_batches(corpus,

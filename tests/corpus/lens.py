@@ -53,12 +53,32 @@ class LensStage:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class LensEdit:
+    place: Place  # the range replaced (absolute path)
+    text: str
+
+
+@dataclass
+class LensTrial:
+    """A fix onnxlens tried (``--fix-budget``; docs/fixes.md)."""
+
+    key: str
+    source: str
+    title: str
+    verdict: str  # works, fails, not-tried
+    seconds: float
+    detail: str
+    edits: list[LensEdit]
+
+
 @dataclass
 class LensTarget:
     name: str
     ok: bool
     stages: list[LensStage]
     diagnostics: list[LensDiagnostic]
+    fix_trials: list[LensTrial] = field(default_factory=list)
 
     @property
     def seconds(self) -> float:
@@ -106,7 +126,10 @@ def parse(report: dict[str, Any], paths: list[Path], root: Path,
         owners[target["name"]] = owner.targets[target["name"]] = LensTarget(
             target["name"], bool(target["ok"]),
             [LensStage(s["name"], s["state"], float(s["seconds"]), s.get("reason", ""))
-             for s in target["stages"]], [])
+             for s in target["stages"]], [],
+            [LensTrial(t["key"], t["source"], t["title"], t["verdict"], float(t["seconds"]),
+                       t["detail"], [LensEdit(_place(root, e), e["text"]) for e in t["edits"]])
+             for t in target.get("fix_trials", [])])
     for entry in report["diagnostics"]:
         diagnostic = LensDiagnostic(entry["rule"], entry["severity"], entry["message"],
                                     _place(root, entry),
@@ -121,18 +144,23 @@ def parse(report: dict[str, Any], paths: list[Path], root: Path,
 
 
 def run_onnxlens(path: Path, root: Path, targets: int = 1, *,
-                 env: dict[str, str] | None = None, timeout: float | None = None) -> LensFile:
+                 env: dict[str, str] | None = None, timeout: float | None = None,
+                 fix_budget: float = 0.0) -> LensFile:
     """Check one file in its own process."""
-    return run_onnxlens_files([path], root, targets, env=env, timeout=timeout)[str(path)]
+    return run_onnxlens_files([path], root, targets, env=env, timeout=timeout,
+                              fix_budget=fix_budget)[str(path)]
 
 
 def run_onnxlens_files(paths: list[Path], root: Path, targets: int = 1, *,
-                       env: dict[str, str] | None = None,
-                       timeout: float | None = None) -> dict[str, LensFile]:
+                       env: dict[str, str] | None = None, timeout: float | None = None,
+                       fix_budget: float = 0.0) -> dict[str, LensFile]:
     """Check several files of one root in one process (``targets``: how many they hold, for
-    the timeout). Paths in the report are resolved against ``root``, the working directory."""
-    command = [str(ONNXLENS), "check", "--format", "json", *map(str, paths), "--root", str(root)]
-    limit = timeout or FILE_TIMEOUT * len(paths) + PER_TARGET_TIMEOUT * max(targets, 1)
+    the timeout). Paths in the report are resolved against ``root``, the working directory.
+    ``fix_budget``: seconds per failing target to try fixes (0: the verdict alone)."""
+    command = [str(ONNXLENS), "check", "--format", "json", *map(str, paths), "--root", str(root),
+               "--fix-budget", f"{fix_budget:g}"]
+    limit = timeout or FILE_TIMEOUT * len(paths) + (PER_TARGET_TIMEOUT + fix_budget) \
+        * max(targets, 1)
     started = time.perf_counter()
 
     def failed(code: int, reason: str, wall: float) -> dict[str, LensFile]:

@@ -9,6 +9,7 @@ export const SERVER_SETTINGS = [
   "debounceMs",
   "timeoutSeconds",
   "memoryLimitMB",
+  "fixBudgetSeconds",
   "maxConcurrentChecks",
   "memoryBudgetMB",
   "diagnosticMode",

@@ -1,0 +1,114 @@
+"""The fixes worth trying for a failed check (docs/fixes.md): edits of the target's file,
+proposed here and tried by the front end, each in a check of its own (``FixTrial``).
+
+Where each comes from:
+
+* **torch**: the ``dynamic_shapes`` torch.export suggests when a declared dimension is
+  specialized (ONNX102; ``locating.report_guard`` proposes it where it reports the finding);
+* **transformers**: its own settings for export, on the config the target builds:
+  ``attn_implementation="eager"`` (attention as plain tensor operations instead of the SDPA
+  or flash kernels; transformers' docs, "Attention interface") and ``use_cache=False`` (no
+  cache object among the outputs; transformers' docs, "Export to ONNX");
+* **onnxlens**: a specialized dimension made static (ONNX102).
+
+A candidate is only ever an edit of text the user wrote; nothing here is shown before it was
+tried and worked.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+
+from exporter.findings.diagnostics import Diagnostic
+from exporter.findings.fixes import FixCandidate
+from exporter.findings.rules import Severity
+from exporter.pipeline.context import CheckContext
+from exporter.source.edits import keyword_edits
+from exporter.source.notebooks import is_notebook
+from exporter.source.text import parse_python, split_lines
+
+#: the stages whose failures a different export setting can change
+_EXPORT_STAGES = ("capture", "translate", "validate", "runtime", "numerics", "dynamic")
+#: factories that take a config's keywords: ``AutoConfig.from_pretrained(..., use_cache=...)``
+_CONFIG_FACTORIES = ("for_model", "from_pretrained", "from_dict")
+#: model factories that pass keywords on to the config (``attn_implementation`` among them)
+_MODEL_FACTORIES = ("from_pretrained", "from_config")
+
+
+def fix_candidates(ctx: CheckContext, diagnostics: list[Diagnostic]) -> list[FixCandidate]:
+    """What is worth trying for ``diagnostics``, the check's findings: the candidates the
+    stages proposed, then the library's settings; none for a check that failed to load, ran
+    out of time or memory, or has nothing to fix."""
+    errors = [d for d in diagnostics if d.severity == Severity.ERROR]
+    if not errors or any(d.stage not in _EXPORT_STAGES for d in errors) \
+            or is_notebook(ctx.target.path):
+        return []
+    return [*ctx.fix_candidates, *_transformers_settings(ctx)]
+
+
+def _transformers_settings(ctx: CheckContext) -> Iterator[FixCandidate]:
+    transformers = sys.modules.get("transformers")
+    model = ctx.loaded.model if ctx.loaded is not None else None
+    if transformers is None or not isinstance(model, transformers.PreTrainedModel):
+        return
+    config = model.config
+    settings = []
+    if getattr(config, "_attn_implementation", None) not in (None, "eager"):
+        settings.append(("attn_implementation", '"eager"'))
+    if getattr(config, "use_cache", None) is True:
+        settings.append(("use_cache", "False"))
+    if not settings:
+        return
+    source = ctx.sources.read(ctx.target.path)
+    lines = split_lines(source)
+    call = _config_call(parse_python(source), ctx.target.symbol)
+    if call is None:
+        return
+    described = {"attn_implementation": "attention as plain tensor operations",
+                 "use_cache": "no cache among the outputs"}
+    for name, value in settings:
+        yield FixCandidate(
+            f"transformers:{name}", f"Build the model with `{name}={value}` "
+            f"({described[name]})", "transformers",
+            keyword_edits(ctx.target.path, lines, call, {name: value}))
+    if len(settings) > 1:
+        both = dict(settings)
+        yield FixCandidate(
+            "transformers:" + "+".join(both),
+            "Build the model with " + " and ".join(f"`{k}={v}`" for k, v in both.items()),
+            "transformers", keyword_edits(ctx.target.path, lines, call, both))
+
+
+def _config_call(tree: ast.Module, symbol: str) -> ast.Call | None:
+    """The call in the target's function that builds the model's config (``LlamaConfig(...)``,
+    ``AutoConfig.for_model(...)``), else one that builds the model from a checkpoint or a
+    config (``from_pretrained``, ``from_config``): both take transformers' settings as
+    keywords."""
+    function = next((node for node in tree.body
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and node.name == symbol), None)
+    if function is None:
+        return None
+    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+    configs = [call for call in calls if _builds_config(call.func)]
+    models = [call for call in calls if _named(call.func)[0] in _MODEL_FACTORIES]
+    found = configs or models
+    return found[0] if len(found) == 1 else None  # two configs: which one is the model's?
+
+
+def _named(func: ast.expr) -> tuple[str, str]:
+    """A callee's name and what it is an attribute of (``AutoConfig.for_model``)."""
+    if isinstance(func, ast.Name):
+        return func.id, ""
+    if isinstance(func, ast.Attribute):
+        owner = func.value
+        return func.attr, owner.id if isinstance(owner, ast.Name) else \
+            owner.attr if isinstance(owner, ast.Attribute) else ""
+    return "", ""
+
+
+def _builds_config(func: ast.expr) -> bool:
+    name, owner = _named(func)
+    return name.endswith("Config") or (owner.endswith("Config") and name in _CONFIG_FACTORIES)

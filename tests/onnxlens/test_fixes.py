@@ -1,0 +1,100 @@
+"""``onnxlens check`` tries the fixes that apply to a failure and shows only those that
+worked (docs/fixes.md): under the finding in text, in JSON, as SARIF ``fixes``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from exporter.findings.diagnostics import Range
+from exporter.findings.fixes import FixEdit
+from exporter.source.edits import apply_edits
+from onnxlens.cli import main
+from tests.conftest import FIXTURES
+from tests.sarif_tools import validate_with_schema
+
+SPECIALIZED = FIXTURES / "dynamic_specialized"
+LIBRARY = Path(__file__).parent / "fixes"
+
+
+def _check(capsys: pytest.CaptureFixture[str], path: Path, *flags: str) -> tuple[int, str]:
+    status = main(["check", str(path), "--root", str(path.parent), *flags])
+    return status, capsys.readouterr().out
+
+
+def _edited(path: Path, fix: dict) -> str:
+    edits = [FixEdit(path, Range.of(e["range"]["start"]["line"], e["range"]["start"]["column"],
+                                    e["range"]["end"]["line"], e["range"]["end"]["column"]),
+                     e["text"]) for e in fix["edits"]]
+    return apply_edits(path.read_text(), edits)
+
+
+def test_the_fix_that_works_is_shown_and_the_one_that_fails_is_not(capsys, tmp_path):
+    """torch suggests Dim.AUTO for the specialized dimension; tried, it still fails at
+    another size, so only the static dimension is shown: in text, JSON and SARIF (one run
+    writes all three)."""
+    model = SPECIALIZED / "model.py"
+    json_path, sarif_path = tmp_path / "report.json", tmp_path / "report.sarif"
+    status = main(["check", str(model), "--root", str(SPECIALIZED), "--format", "json",
+                   "-o", str(json_path), "--sarif-file", str(sarif_path)])
+    assert status == 1
+    text = capsys.readouterr().err  # the text report, beside a report written to a file
+    assert ("   fix: Make `x.shape[0]` static (the code needs one size); tried: the model then "
+            "exports and ONNX Runtime matches PyTorch") in text
+    assert "model.py:4:58: replace with `None`" in text
+    assert "Dim.AUTO" not in text
+
+    report = json.loads(json_path.read_text())
+    (target,) = report["targets"]
+    trials = {t["key"]: t for t in target["fix_trials"]}
+    assert trials["torch:suggested-dynamic-shapes"]["verdict"] == "fails"
+    assert trials["torch:suggested-dynamic-shapes"]["detail"].startswith("ONNX403: ")
+    assert trials["onnxlens:static-dimension"]["verdict"] == "works"
+    (specialized,) = [d for d in report["diagnostics"] if d["rule"] == "ONNX102"]
+    (fix,) = specialized["fixes"]
+    assert fix["key"] == "onnxlens:static-dimension" and fix["source"] == "onnxlens"
+    fixed = tmp_path / "model.py"
+    fixed.write_text(_edited(model, fix))
+    assert "dynamic_shapes=None" in fixed.read_text()
+    assert _check(capsys, fixed, "--fix-budget", "0")[0] == 0  # and the re-check is clean
+
+    log = json.loads(sarif_path.read_text())
+    assert validate_with_schema(log) == []
+    (result,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "ONNX102"]
+    (sarif_fix,) = result["fixes"]
+    assert sarif_fix["description"]["text"].startswith("Make `x.shape[0]` static")
+    (change,) = sarif_fix["artifactChanges"]
+    (replacement,) = change["replacements"]
+    assert replacement["deletedRegion"] == {"startLine": 4, "startColumn": 58, "endLine": 4,
+                                            "endColumn": 73}
+    assert replacement["insertedContent"]["text"] == "None"
+
+
+def test_no_fix_is_tried_with_a_budget_of_zero(capsys):
+    status, report = _check(capsys, SPECIALIZED / "model.py", "--format", "json",
+                            "--fix-budget", "0")
+    (target,) = json.loads(report)["targets"]
+    assert target["fix_trials"] == []
+    assert all(d["fixes"] == [] for d in json.loads(report)["diagnostics"])
+
+
+def test_a_failure_inside_transformers_gets_the_setting_that_fixes_it(capsys, tmp_path):
+    """Swin fails to translate in transformers' modeling code; built with eager attention
+    it exports and matches, and the edit goes into the user's config call."""
+    model = LIBRARY / "swin_attention.py"
+    status, report = _check(capsys, model, "--format", "json")
+    assert status == 1
+    (failure,) = [d for d in json.loads(report)["diagnostics"] if d["severity"] == "error"]
+    assert failure["rule"] == "ONNX202"
+    (fix,) = failure["fixes"]
+    assert fix["key"] == "transformers:attn_implementation"
+    assert fix["source"] == "transformers"
+    (edit,) = fix["edits"]
+    assert edit["range"]["start"] == {"line": 17, "column": 23}
+    fixed = tmp_path / "swin_attention.py"
+    fixed.write_text(_edited(model, fix))
+    assert '        window_size=2,\n        attn_implementation="eager",\n    )' \
+        in fixed.read_text()
+    assert _check(capsys, fixed, "--fix-budget", "0")[0] == 0
