@@ -63,7 +63,7 @@ def _transformers_settings(ctx: CheckContext) -> Iterator[FixCandidate]:
         return
     source = ctx.sources.read(ctx.target.path)
     lines = split_lines(source)
-    call = _config_call(parse_python(source), ctx.target.symbol)
+    call = config_call(parse_python(source), ctx.target.symbol)
     if call is None:
         return
     described = {"attn_implementation": "attention as plain tensor operations",
@@ -81,7 +81,7 @@ def _transformers_settings(ctx: CheckContext) -> Iterator[FixCandidate]:
             "transformers", keyword_edits(ctx.target.path, lines, call, both))
 
 
-def _config_call(tree: ast.Module, symbol: str) -> ast.Call | None:
+def config_call(tree: ast.Module, symbol: str) -> ast.Call | None:
     """The call in the target's function that builds the model's config (``LlamaConfig(...)``,
     ``AutoConfig.for_model(...)``), else one that builds the model from a checkpoint or a
     config (``from_pretrained``, ``from_config``): both take transformers' settings as

@@ -75,6 +75,7 @@ def test_the_fix_that_works_is_shown_and_the_one_that_fails_is_not(capsys, tmp_p
 def test_no_fix_is_tried_with_a_budget_of_zero(capsys):
     status, report = _check(capsys, SPECIALIZED / "model.py", "--format", "json",
                             "--fix-budget", "0")
+    assert status == 1
     (target,) = json.loads(report)["targets"]
     assert target["fix_trials"] == []
     assert all(d["fixes"] == [] for d in json.loads(report)["diagnostics"])

@@ -109,6 +109,10 @@ test("a quick fix makes its diagnostic go", async () => {
   await expect
     .poll(async () => (await problems(page)).map((p) => `${p.rule}:${p.line}`), { timeout: 150_000, intervals: [1000] })
     .toContain("ONNX102:9");
+  // the verdict first; the finding is published again, with the fix, once its trial ended
+  await expect
+    .poll(async () => (await problems(page)).map((p) => p.text).join(" "), { timeout: 150_000, intervals: [1000] })
+    .toContain("Tried and works: Make");
   await goToLine(page, 9, 20);
   await page.keyboard.press("Control+.");
   const fix = page.locator(".action-widget .monaco-list-row", { hasText: /Make .* static/ }).first();

@@ -1,0 +1,35 @@
+"""Which call of the target's function a transformers setting is added to: the one that
+builds the config, else the one that builds the model; none when it is not certain."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from exporter.pipeline.fix_candidates import config_call
+
+
+def _called(source: str) -> str | None:
+    call = config_call(ast.parse(source), "build")
+    return ast.unparse(call.func) if call is not None else None
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("config = LlamaConfig(hidden_size=64)\n    model = LlamaForCausalLM(config)",
+     "LlamaConfig"),
+    ("config = AutoConfig.for_model('llama')\n    model = AutoModel.from_config(config)",
+     "AutoConfig.for_model"),
+    ("config = transformers.AutoConfig.from_pretrained(path)",
+     "transformers.AutoConfig.from_pretrained"),
+    ("model = AutoModel.from_pretrained(path)", "AutoModel.from_pretrained"),
+    ("model = LlamaForCausalLM(config)", None),  # the config comes from elsewhere
+    ("a = BertConfig()\n    b = GPT2Config()", None),  # two configs: which one is the model's?
+])
+def test_the_call_that_takes_the_setting(body, expected):
+    assert _called(f"def build():\n    {body}\n") == expected
+
+
+def test_only_the_targets_function_is_read():
+    source = "config = LlamaConfig()\n\ndef build():\n    return model\n"
+    assert _called(source) is None
