@@ -6,6 +6,7 @@ the same run, alternating baseline and onnxlens. Prints tables and appends them 
     .venv/bin/python bench/run.py --only real    # real models: transformers, torchvision
                                                  # (on the torch that has it), ~50 targets, 8 B
     .venv/bin/python bench/run.py --only load    # 50 model files opened at once
+    .venv/bin/python bench/run.py --only fixes   # the verdict with fix trials on and off
 
 ``real`` stands for real-recheck, real-torchvision, real-cold, real-scaling, jobs, big8b and
 first (time to the first diagnostics on the failing examples).
@@ -70,10 +71,12 @@ def row(name: str, onnxlens: list[float], baseline: list[float], unit: str = "s"
 
 # -- LSP plumbing --------------------------------------------------------------------------
 
-async def start_server(root: Path, python: str = PYTHON) -> Any:
+async def start_server(root: Path, python: str = PYTHON,
+                       settings: dict[str, Any] | None = None) -> Any:
     config = ClientServerConfig(server_command=[python, "-m", "lsp_server"], server_env=ENV)
     client = await config.start()
     client.publish_events = []  # type: ignore[attr-defined]
+    client.fix_events = []  # type: ignore[attr-defined]  # publishes with a tried fix
     client.published = asyncio.Event()  # type: ignore[attr-defined]
     features = client.protocol.fm.features
     original = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
@@ -81,6 +84,8 @@ async def start_server(root: Path, python: str = PYTHON) -> Any:
     def recording(params: types.PublishDiagnosticsParams) -> None:
         early = any(isinstance(d.data, dict) and d.data.get("early") for d in params.diagnostics)
         client.publish_events.append((time.perf_counter(), params.uri, early))
+        if any(isinstance(d.data, dict) and d.data.get("fixes") for d in params.diagnostics):
+            client.fix_events.append((time.perf_counter(), params.uri))
         client.published.set()
         original(params)
 
@@ -94,7 +99,7 @@ async def start_server(root: Path, python: str = PYTHON) -> Any:
         capabilities=client_capabilities("visual-studio-code"),
         root_uri=root.as_uri(),
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-        initialization_options={"trusted": True}))
+        initialization_options={"trusted": True, "settings": settings or {}}))
     return client
 
 
@@ -180,6 +185,60 @@ async def bench_first_diagnostic(repeats: int) -> list[str]:
     finally:
         await stop_server(client)
     return lines
+
+
+async def bench_fix_trials(repeats: int) -> list[str]:
+    """A failing example whose fix is tried (ONNX102) and a real model that fails in
+    transformers' code (Swin), edited and saved: seconds from didSave to the verdict with the
+    fix trials on (the default budget) and off (``fixBudgetSeconds: 0``), alternating, each
+    server idle while the other checks; and to the verdict published again with the fix."""
+    servers = {"on": await start_server(REPO), "off": await start_server(
+        REPO, settings={"fixBudgetSeconds": 0})}
+    lines = ["| failing model | didSave→verdict, trials on | trials off | ratio | "
+             "didSave→verdict with the tried fix | n |", "|---|---|---|---|---|---|"]
+    try:
+        for path in [REPO / "examples" / "failing" / "fixed_batch.py",
+                     BENCH / "models" / "swin.py"]:
+            uris = {}
+            for name, client in servers.items():  # first checks: warm-up
+                since, fixed = len(client.publish_events), len(client.fix_events)
+                uris[name] = open_document(client, path)
+                await wait_publish(client, uris[name], since)
+                if name == "on":
+                    await _wait_fix(client, uris[name], fixed)
+            verdict: dict[str, list[float]] = {"on": [], "off": []}
+            with_fix = []
+            for version in range(2, repeats + 2):
+                for name, client in servers.items():
+                    fixed = len(client.fix_events)
+                    started = time.perf_counter()
+                    verdict[name].append(await save_edit(client, path, uris[name], version))
+                    if name == "on":  # (didSave follows `started` by a few microseconds)
+                        with_fix.append(await _wait_fix(client, uris[name], fixed) - started)
+            ours, theirs = stats(verdict["on"]), stats(verdict["off"])
+            lines.append(f"| {path.name} | {ours['median']:.2f} s ({ours['min']:.2f}–"
+                         f"{ours['max']:.2f}) | {theirs['median']:.2f} s ({theirs['min']:.2f}–"
+                         f"{theirs['max']:.2f}) | **{ours['median'] / theirs['median']:.2f}** | "
+                         f"{statistics.median(with_fix):.2f} s | {ours['n']} |")
+    finally:
+        for client in servers.values():
+            await stop_server(client)
+    return lines
+
+
+async def _wait_fix(client: Any, uri: str, since: int, timeout: float = 600) -> float:
+    """When a publish for ``uri`` with a tried fix arrived, after fix event ``since``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        client.published.clear()
+        for stamp, published in client.fix_events[since:]:
+            if published == uri:
+                return float(stamp)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"no tried fix for {uri}")
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(client.published.wait(), remaining)
 
 
 def _tree_usage(root_pid: int) -> tuple[int, float]:
@@ -686,6 +745,9 @@ def main() -> None:
     if "first" in only:
         sections.append(("9. First diagnostics on a failing model (goal ≤ 0.3× the complete "
                          "check)", asyncio.run(bench_first_diagnostic(repeats))))
+    if "fixes" in only:
+        sections.append(("11. The verdict while fixes are tried after it (goal: unchanged, "
+                         "ratio ≈ 1)", asyncio.run(bench_fix_trials(repeats))))
     if "real-recheck" in only:
         sections.append(("1r. Warm re-check of real models (goal ≤ 0.5)",
                          asyncio.run(bench_recheck(recheck_repeats, REAL_MODELS, False))))
