@@ -198,7 +198,7 @@ async def bench_fix_trials(repeats: int) -> list[str]:
              "didSave→verdict with the tried fix | n |", "|---|---|---|---|---|---|"]
     try:
         for path in [REPO / "examples" / "failing" / "fixed_batch.py",
-                     BENCH / "models" / "swin.py"]:
+                     REPO / "tests" / "onnxlens" / "fixes" / "swin_attention.py"]:
             uris = {}
             for name, client in servers.items():  # first checks: warm-up
                 since, fixed = len(client.publish_events), len(client.fix_events)

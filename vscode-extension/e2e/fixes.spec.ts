@@ -6,12 +6,14 @@
  */
 import { expect, test } from "@playwright/test";
 import * as path from "path";
+import { REPO } from "./codeServer";
 import { vscodeSession } from "./session";
 import { chooseAction, expectProblems, goToLine, openFile, problems, screenshot } from "./workbench";
 
 test.describe.configure({ mode: "serial" });
 
-const session = vscodeSession(true, undefined, path.join(__dirname, "workspaces", "fixes"));
+// the model of tests/onnxlens/test_fixes.py (the workspace is a copy)
+const session = vscodeSession(true, undefined, path.join(REPO, "tests", "onnxlens", "fixes"));
 
 test("a fix onnxlens tried for a library failure is a quick fix that makes the failure go", async () => {
   const { page } = session;
