@@ -40,6 +40,8 @@ def annotation(diagnostic: Diagnostic) -> str:
         "title": diagnostic.rule,
     }
     listed = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
+    for trial in diagnostic.fixes:  # fixes tried and found working (docs/fixes.md)
+        message += f"\nTried and works: {trial.candidate.title}"
     if diagnostic.hint:
         message += f"\n{diagnostic.hint}"
     return f"::{_COMMANDS[Severity(diagnostic.severity)]} {listed}::{_escape_data(message)}"

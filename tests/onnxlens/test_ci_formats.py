@@ -50,6 +50,20 @@ def test_github_format_escapes_what_would_end_a_command():
     assert "::50%25 of it:%0Asecond, line%0ARewrite with" in line  # the message, the hint
 
 
+def test_an_annotation_names_the_fixes_that_were_tried_and_work():
+    from exporter.findings.diagnostics import Diagnostic, Location, Range
+    from exporter.findings.fixes import FixCandidate, FixEdit, FixTrial
+    from exporter.reports.github import annotation
+
+    where = Location(FIXTURES / "m.py", Range.of(3, 1, 3, 4))
+    works = FixCandidate("transformers:use_cache", "Build the model with `use_cache=False`",
+                         "transformers", (FixEdit(where.path, where.range, "x"),))
+    diagnostic = Diagnostic("ONNX201", "no translation", where, target="T",
+                            fixes=(FixTrial(works, "works", 3.0),))
+    line = annotation(diagnostic)
+    assert "::no translation%0ATried and works: Build the model with `use_cache=False`%0A" in line
+
+
 def test_no_step_summary_outside_github(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.chdir(tmp_path)
