@@ -7,8 +7,11 @@ Where each comes from:
   specialized (ONNX102; ``locating.report_guard`` proposes it where it reports the finding);
 * **transformers**: its own settings for export, on the config the target builds:
   ``attn_implementation="eager"`` (attention as plain tensor operations instead of the SDPA
-  or flash kernels; transformers' docs, "Attention interface") and ``use_cache=False`` (no
-  cache object among the outputs; transformers' docs, "Export to ONNX");
+  or flash kernels; transformers' docs, "Attention interface"), ``experts_implementation``
+  ``"batched_mm"`` or ``"eager"`` for a mixture of experts (``torch.bmm`` or a loop instead
+  of ``grouped_mm``, which has no ONNX translation; ``from_pretrained``'s docs; transformers'
+  own ONNX exporter switches to ``batched_mm``) and ``use_cache=False`` (no cache object among
+  the outputs; transformers' docs, "Export to ONNX");
 * **onnxlens**: a specialized dimension made static (ONNX102).
 
 A candidate is only ever an edit of text the user wrote; nothing here is shown before it was
@@ -59,7 +62,8 @@ def _transformers_settings(ctx: CheckContext) -> Iterator[FixCandidate]:
         settings.append(("attn_implementation", '"eager"'))
     if getattr(config, "use_cache", None) is True:
         settings.append(("use_cache", "False"))
-    if not settings:
+    experts = getattr(config, "_experts_implementation", None)
+    if not settings and experts in (None, "eager", "batched_mm"):
         return
     source = ctx.sources.read(ctx.target.path)
     lines = split_lines(source)
@@ -73,6 +77,14 @@ def _transformers_settings(ctx: CheckContext) -> Iterator[FixCandidate]:
             f"transformers:{name}", f"Build the model with `{name}={value}` "
             f"({described[name]})", "transformers",
             keyword_edits(ctx.target.path, lines, call, {name: value}))
+    if experts not in (None, "eager", "batched_mm"):
+        for value, how in (("batched_mm", "the experts with `torch.bmm`"),
+                           ("eager", "the experts one after the other")):
+            yield FixCandidate(
+                f"transformers:experts_implementation={value}",
+                f'Build the model with `experts_implementation="{value}"` ({how})',
+                "transformers", keyword_edits(ctx.target.path, lines, call,
+                                              {"experts_implementation": f'"{value}"'}))
     if len(settings) > 1:
         both = dict(settings)
         yield FixCandidate(
