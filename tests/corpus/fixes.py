@@ -58,7 +58,9 @@ def confirm_fixes(rows: list[Row], jobs: int = 2, *, timeout: float = DEFAULT_TI
 
 
 def _confirm(row: Row, trial: LensTrial, timeout: float, use_cache: bool) -> FixCheck:
-    path = Path(row.truth.path)
+    # the file the fix edits, where this run put it (a cached truth names where an earlier
+    # run did)
+    (path,) = {Path(edit.place.path) for edit in trial.edits}
     with tempfile.TemporaryDirectory(prefix="onnxlens-fix-") as temporary:
         # the file's folder, so that what it imports beside it is there too
         copy = Path(temporary) / path.parent.name
