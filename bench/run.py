@@ -187,11 +187,16 @@ async def bench_first_diagnostic(repeats: int) -> list[str]:
     return lines
 
 
+#: seconds between a save and the one before it in bench_fix_trials
+IDLE_BETWEEN_SAVES = 2.0
+
+
 async def bench_fix_trials(repeats: int) -> list[str]:
     """A failing example whose fix is tried (ONNX102) and a real model that fails in
     transformers' code (Swin), edited and saved: seconds from didSave to the verdict with the
     fix trials on (the default budget) and off (``fixBudgetSeconds: 0``), alternating, each
-    server idle while the other checks; and to the verdict published again with the fix."""
+    server idle while the other checks, 2 s after the last publish on both sides; and to the
+    verdict published again with the fix."""
     servers = {"on": await start_server(REPO), "off": await start_server(
         REPO, settings={"fixBudgetSeconds": 0})}
     lines = ["| failing model | didSave→verdict, trials on | trials off | ratio | "
@@ -210,6 +215,9 @@ async def bench_fix_trials(repeats: int) -> list[str]:
             with_fix = []
             for version in range(2, repeats + 2):
                 for name, client in servers.items():
+                    # a user's pause between saves, on both sides: the worker forks its
+                    # spare again after the last job (docs/architecture.md §4)
+                    await asyncio.sleep(IDLE_BETWEEN_SAVES)
                     fixed = len(client.fix_events)
                     started = time.perf_counter()
                     verdict[name].append(await save_edit(client, path, uris[name], version))
