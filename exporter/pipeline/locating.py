@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +95,25 @@ def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
 _SOURCE = re.compile(r"L\['(\w+)'\]((?:\[(?:'[^']*'|\d+)\])*)\.size\(\)\[(\d+)\]")
 
 
+@dataclass(frozen=True)
+class BoundedDim:
+    """A dimension declared over a range, for an edited ``dynamic_shapes``:
+    ``torch.export.Dim(name, min=..., max=...)``."""
+
+    name: str
+    low: int | None
+    high: int | None
+
+
 def _without_dims(ctx: CheckContext, sources: list[str]) -> str | None:
     """The pragma's dynamic_shapes with the specialized dimensions removed, as source."""
+    return dynamic_shapes_with(ctx, dict.fromkeys(sources))
+
+
+def dynamic_shapes_with(ctx: CheckContext, changes: dict[str, BoundedDim | None]) -> str | None:
+    """The pragma's dynamic_shapes as source, with the dimension of each source
+    (``L['x'].size()[1]``) of ``changes`` removed (None) or declared over a range; None when
+    a source is not one of the pragma's."""
     import inspect
 
     def thaw(value: Any) -> Any:
@@ -112,7 +130,7 @@ def _without_dims(ctx: CheckContext, sources: list[str]) -> str | None:
                      .bind(*loaded.args, **loaded.kwargs).arguments)
     except (TypeError, ValueError):
         return None
-    for source in sources:
+    for source, change in changes.items():
         match = _SOURCE.fullmatch(source)
         if match is None or match[1] not in names:
             return None
@@ -125,12 +143,14 @@ def _without_dims(ctx: CheckContext, sources: list[str]) -> str | None:
                 root = root[step]
             leaf = root[steps[-1]]
             axis = int(match[3])
-            if isinstance(leaf, dict):
+            if isinstance(leaf, dict) and change is not None:
+                leaf[axis] = change
+            elif isinstance(leaf, dict):
                 leaf.pop(axis, None)
                 if not leaf:
                     root[steps[-1]] = None
             elif isinstance(leaf, list):
-                leaf[axis] = None
+                leaf[axis] = change
             else:
                 return None
         except (KeyError, IndexError, TypeError):
@@ -152,6 +172,10 @@ def _suggestion_source(suggestion: Any) -> str:
             if isinstance(value, tuple):
                 return f"({inner},)" if len(value) == 1 else f"({inner})"
             return f"[{inner}]"
+        if isinstance(value, BoundedDim):
+            bounds = "".join(f", {key}={bound}" for key, bound in
+                             (("min", value.low), ("max", value.high)) if bound is not None)
+            return f"torch.export.Dim({value.name!r}{bounds})"
         if torch_compat.is_dim_hint(value):
             return f"torch.export.Dim.{torch_compat.dim_hint_name(value)}"
         name = type(value).__name__

@@ -135,7 +135,7 @@ def format_diagnostic(diagnostic: Diagnostic) -> str:
 def _proven_fix(trial: FixTrial) -> list[str]:
     """A fix onnxlens tried, and the edits it is made of."""
     lines = [f"   fix: {trial.candidate.title}; tried: the model then exports and ONNX Runtime "
-             f"matches PyTorch ({trial.seconds:.0f} s)"]
+             f"matches PyTorch ({trial.seconds:.1f} s)"]
     for edit in trial.candidate.edits:
         text = " ".join(part.strip() for part in split_lines(edit.text) if part.strip())
         change = "remove" if not text else f"insert `{text}`" \

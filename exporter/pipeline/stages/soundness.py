@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from exporter.findings.diagnostics import Diagnostic
+from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.findings.rules import Severity
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.dynamic_dims import (
@@ -24,7 +25,13 @@ from exporter.pipeline.dynamic_dims import (
     valid_ranges,
 )
 from exporter.pipeline.example_inputs import fresh_copy
-from exporter.pipeline.locating import pretty_source, stack_frames, strictly_dynamic
+from exporter.pipeline.locating import (
+    BoundedDim,
+    dynamic_shapes_with,
+    pretty_source,
+    stack_frames,
+    strictly_dynamic,
+)
 from exporter.toolchain import torch_compat
 
 _RELATION = ("<", ">")  # a guard that bounds a size (not Eq/Ne, which specialize it)
@@ -85,13 +92,40 @@ def _report(ctx: CheckContext, dim: DeclaredDim, valid: ValidRange,
     minimum = f"min={int(valid.low)}" if valid.low > dim.low else ""
     maximum = f"max={int(valid.high)}" if valid.high < dim.high else ""
     bounds = ", ".join(b for b in (minimum, maximum) if b)
-    return ctx.report(
+    diagnostic = ctx.report(
         "ONNX107", message, where,
         severity=Severity.ERROR if dim.named else Severity.WARNING,
         hint=(f"Export both paths with `torch.cond` where the code branches on the size, or "
               f"declare the range you mean: `torch.export.Dim({dim.name!r}, {bounds})`."),
         data={"dimension": dim.name, "declared": declared, "valid": narrowed,
               "asked": ask})
+    if guard is not None:
+        _propose_range(ctx, diagnostic, dim, valid, guard[0])
+    return diagnostic
+
+
+def _propose_range(ctx: CheckContext, diagnostic: Diagnostic, dim: DeclaredDim,
+                   valid: ValidRange, guard: dict[str, Any]) -> None:
+    """The range fix to try (docs/fixes.md): the pragma's dynamic_shapes with the dimension
+    declared over the range the graph holds for."""
+    option = ctx.target.options.get("dynamic_shapes")
+    sources = [str(source) for source in (guard.get("symbol_to_sources") or {}).values()]
+    if option is None or len(sources) != 1:
+        return
+    low = int(valid.low) if valid.low > dim.low else None
+    high = int(valid.high) if valid.high < dim.high and not math.isinf(valid.high) else None
+    if low is None and high is None:
+        return
+    edited = dynamic_shapes_with(ctx, {sources[0]: BoundedDim(dim.name, low, high)})
+    if edited is None:
+        return
+    bounds = ", ".join(f"{key}={bound}" for key, bound in (("min", low), ("max", high))
+                       if bound is not None)
+    ctx.fix_candidates.append(FixCandidate(
+        "onnxlens:declared-range", f"Declare `{dim.name}` over the range the graph holds for "
+        f"(`torch.export.Dim({dim.name!r}, {bounds})`)", "onnxlens",
+        (FixEdit(ctx.target.path, option.range, edited),),
+        (diagnostic.rule, diagnostic.location.range)))
 
 
 def _readable(expression: str, sources: dict[str, str]) -> str:

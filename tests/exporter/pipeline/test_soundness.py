@@ -39,6 +39,20 @@ def test_a_named_range_narrowed_by_a_guard_is_an_error_at_the_guard(narrowed):
     assert [d.rule for d in narrowed["Tail"].diagnostics] == ["ONNX107"]
 
 
+def test_the_range_the_graph_holds_for_is_a_fix_to_try(narrowed):
+    """docs/fixes.md: the pragma's dynamic_shapes with the dimension declared over the
+    graph's range, an edit of the pragma that answers the ONNX107 (tried by the front end:
+    tests/onnxlens/test_fixes.py)."""
+    diagnostic = _only(narrowed["Tail"], "ONNX107")
+    (candidate,) = narrowed["Tail"].fix_candidates
+    assert candidate.key == "onnxlens:declared-range"
+    assert candidate.answers == ("ONNX107", diagnostic.location.range)
+    (edit,) = candidate.edits
+    assert edit.text == "({1: torch.export.Dim('seq', min=10)},)"
+    assert (edit.range.start.line, edit.range.start.column) == (8, 59)
+    assert narrowed["Sound"].fix_candidates == []
+
+
 def test_a_dimension_named_by_a_string_is_named(narrowed):
     diagnostic = _only(narrowed["TailByName"], "ONNX107")
     assert (diagnostic.severity, diagnostic.location.range.start.line) == ("error", 21)
