@@ -77,7 +77,11 @@ async def served(root: Path, client_name: str = "visual-studio-code", *,
 
 @pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
 async def client(lsp_client: LanguageClient, request):
-    async with session(lsp_client, FIXTURES, request.param):
+    # the verdicts are under test here: no fix is tried after them (their trials would run
+    # on beside the module's later tests); tests/lsp/test_features.py tries fixes on a
+    # server of its own
+    async with session(lsp_client, FIXTURES, request.param,
+                       settings={"fixBudgetSeconds": 0}):
         yield
 
 

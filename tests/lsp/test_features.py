@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types
@@ -20,6 +21,7 @@ from tests.lsp.conftest import (
     command,
     diagnostics_for,
     open_file,
+    served,
     server_status,
     session,
 )
@@ -87,10 +89,16 @@ def _with_fixes(found: list[types.Diagnostic]) -> bool:
     return any(isinstance(d.data, dict) and d.data.get("fixes") for d in found)
 
 
-async def test_only_the_fix_that_was_tried_and_works_is_a_quick_fix(client: LanguageClient):
+async def test_only_the_fix_that_was_tried_and_works_is_a_quick_fix():
     """ONNX102: torch suggests Dim.AUTO, which still fails at another size; making the
-    dimension static works. The verdict comes first, the tried fix after it."""
+    dimension static works. The verdict comes first, the tried fix after it (a server with
+    the default fix budget)."""
     path = FIXTURES / "dynamic_specialized" / "model.py"
+    async with served(FIXTURES) as client:
+        await _the_tried_fix_is_a_quick_fix(client, path)
+
+
+async def _the_tried_fix_is_a_quick_fix(client: LanguageClient, path: Path) -> None:
     uri = open_file(client, path)
     try:
         found = await diagnostics_for(client, uri, _with_fixes)
