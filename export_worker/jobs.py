@@ -1,4 +1,4 @@
-"""What a forked job process does: one job (check, save or run) on one target.
+"""What a forked job process does: one job (check, save, run or graph) on one target.
 
 Runs only inside the export worker (it imports torch through ``exporter``). Each job runs in
 a fresh fork of the warm worker, so user modules start from scratch and a crash, a hang or a
@@ -53,6 +53,8 @@ def run_job(session: ExportSession, request: JobRequest,
                          inputs=recorder.inputs() if recorder is not None else None)
     if request.kind == "save":
         return _save(context, result, request)
+    if request.kind == "graph":
+        return _graph(context, result, request)
     return _run(context, target_result, request)
 
 
@@ -67,12 +69,34 @@ def _save(context: CheckContext, result: CheckResult, request: JobRequest) -> Jo
                          if context.weightless else "the export failed; the file was not written")
     if request.output is None:
         return JobAnswer(error="no output path", internal=True)
+    model = context.translated.onnx_program.model_proto
+    if request.strip_source_metadata:
+        from exporter.pipeline.source_metadata import strip_source_metadata
+
+        model = strip_source_metadata(model)
     try:
-        written = save_model(context.translated.onnx_program.model_proto, Path(request.output),
+        written = save_model(model, Path(request.output),
                              request.threshold or DEFAULT_EXTERNAL_DATA_THRESHOLD)
     except (UnsafePathError, FileNotFoundError) as error:
         return JobAnswer(saved=False, diagnostics=errors, error=f"{request.output}: {error}")
     return JobAnswer(saved=True, written=[str(p) for p in written], diagnostics=errors)
+
+
+def _graph(context: CheckContext, result: CheckResult, request: JobRequest) -> JobAnswer:
+    """The check's result and its graph's files (docs/graph.md), in ``request.output``."""
+    from exporter.pipeline.graph_files import write_graph_files
+
+    checked = result_to_data(result)
+    if request.output is None:
+        return JobAnswer(error="no output directory", internal=True)
+    if context.weightless:
+        return JobAnswer(result=checked, error='the graph of a weights="none" model is not '
+                         "shown; check it with its weights")
+    graph = write_graph_files(context, result.diagnostics, Path(request.output))
+    if graph is None:
+        return JobAnswer(result=checked, error="the export stopped before there was an ONNX "
+                         "graph to show")
+    return JobAnswer(result=checked, graph=graph)
 
 
 def _run(context: CheckContext, target_result: TargetResult, request: JobRequest) -> JobAnswer:

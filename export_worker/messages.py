@@ -15,8 +15,9 @@ from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from exporter.config.options import ExportOptions
+from exporter.reports.graph_view import GraphFiles
 
-JobKind = Literal["check", "save", "run"]
+JobKind = Literal["check", "save", "run", "graph"]
 #: why a job has no answer: killed at its deadline, past its memory limit, its process died,
 #: cancelled by the client, or the worker itself went away while the job ran
 FailureKind = Literal["timeout", "memory", "crashed", "cancelled", "worker-lost"]
@@ -26,7 +27,8 @@ FailureKind = Literal["timeout", "memory", "crashed", "cancelled", "worker-lost"
 
 @dataclass(frozen=True)
 class JobRequest:
-    """Check, save or run one export target in a fresh fork of the warm worker."""
+    """Check, save or run one export target, or write its graph (docs/graph.md), in a fresh
+    fork of the warm worker."""
 
     kind: JobKind
     file: str
@@ -37,8 +39,10 @@ class JobRequest:
     timeout: float | None = None  # seconds; None: no limit
     memory_limit_mb: int | None = None
     record_inputs: bool = False  # for the server's result reuse (export_worker/inputs.py)
-    output: str | None = None  # save: where
+    output: str | None = None  # save: where; graph: the directory its files go to
     threshold: int | None = None  # save: external data from this size on
+    #: save: without the exporter's stack traces and absolute paths (a model that will ship)
+    strip_source_metadata: bool = False
     repeat: int = 20  # run: timed runs
     model: str | None = None  # run: this saved .onnx instead of the export
     #: check: report what the capture and translate stages found as soon as each ends
@@ -91,6 +95,7 @@ class JobAnswer:
     written: list[str] = field(default_factory=list)
     diagnostics: list[dict[str, Any]] = field(default_factory=list)  # save/run: the errors
     report: dict[str, Any] | None = None  # run: exporter.pipeline.run_report
+    graph: GraphFiles | None = None  # graph: the files written; None: no ONNX model
     markdown: str | None = None
     #: installed top-level packages the job imported that the worker had not (warm_imports)
     library_imports: list[str] = field(default_factory=list)

@@ -26,6 +26,7 @@ from onnxlens.argument_types import (
     size,
 )
 from onnxlens.check import check_command
+from onnxlens.graph import graph_command
 from onnxlens.messages import (
     EXIT_ERRORS,
     EXIT_INTERRUPTED,
@@ -122,6 +123,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="store weights as external data from this size on (default 2GB; "
                       "accepts 10MB, 1GB, bytes)")
     save.add_argument("--no-optimize", action="store_true", help="skip onnxscript's optimizer")
+    save.add_argument("--strip-source-metadata", action="store_true",
+                      help="leave out the stack traces the exporter records in each node (they "
+                      "name this machine's absolute paths) and any metadata naming such a "
+                      "path: for a model that will ship (docs/graph.md)")
     save.add_argument("--root", type=Path)
     add_limits(save, "the export")
     save.set_defaults(handler=save_command)
@@ -134,6 +139,24 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--root", type=Path)
     add_limits(run, "the export and run")
     run.set_defaults(handler=run_command)
+
+    graph = commands.add_parser(
+        "graph", help="show the graph onnxlens checked in Model Explorer, its problems marked "
+        "(docs/graph.md)")
+    graph.add_argument("target", metavar="FILE::TARGET")
+    graph.add_argument("--output-dir", type=Path, default=None, metavar="DIR",
+                       help="write the model and the viewer's files here and keep them "
+                       "(default: a temporary directory, removed at the end)")
+    graph.add_argument("--no-serve", action="store_true",
+                       help="write the files and print where each node came from, without "
+                       "starting the viewer")
+    graph.add_argument("--no-browser", action="store_true",
+                       help="print the viewer's address instead of opening a browser")
+    graph.add_argument("--format", choices=("text", "json"), default="text",
+                       help="json: the files, the node to select and every node's source line")
+    graph.add_argument("--root", type=Path)
+    add_limits(graph, "the export")
+    graph.set_defaults(handler=graph_command)
 
     rule = commands.add_parser("rule", help="print a rule's documentation page (as `ruff rule`)")
     rule.add_argument("rule_id", nargs="?", metavar="ID", help="a rule id, e.g. ONNX201")

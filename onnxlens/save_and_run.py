@@ -123,7 +123,8 @@ def save_command(args: argparse.Namespace) -> int:
     # what is saved is the model that was checked.
     target, end = single_job(args, "save", output=str(args.output.absolute()),
                               threshold=args.external_data_threshold,
-                              optimize=not args.no_optimize)
+                              optimize=not args.no_optimize,
+                              strip_source_metadata=args.strip_source_metadata)
     answer = end.answer
     if answer is None or not answer.saved:
         end.print_problems(target)

@@ -40,6 +40,6 @@ fi
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 echo "setup: installing ${torch_specs[*]} into $venv"
 "${pip[@]}" "${torch_specs[@]}" </dev/null
-echo "setup: installing onnxlens with the export, lsp and dev extras"
-"${pip[@]}" -e "$repo[export,lsp,dev]" "${torch_specs[@]}" </dev/null
+echo "setup: installing onnxlens with the export, lsp, graph and dev extras"
+"${pip[@]}" -e "$repo[export,lsp,graph,dev]" "${torch_specs[@]}" </dev/null
 echo "$want" >"$stamp"

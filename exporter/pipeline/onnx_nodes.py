@@ -9,8 +9,10 @@ from typing import Any
 
 import onnx
 
-STACK_TRACE_KEY = "pkg.torch.onnx.stack_trace"
-FX_NODE_KEY = "pkg.torch.onnx.fx_node"
+from exporter.reports.graph_view import FX_NODE_KEY, STACK_TRACE_KEY
+
+__all__ = ["FX_NODE_KEY", "STACK_TRACE_KEY", "find_nodes", "metadata", "names_in_message",
+           "op_histogram", "value_infos"]
 
 _NAME_PATTERNS = [
     re.compile(r"node with name '([^']*)'"),

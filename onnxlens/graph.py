@@ -1,0 +1,106 @@
+"""``onnxlens graph FILE::TARGET``: the graph onnxlens checked, in Google's Model Explorer
+(docs/graph.md). One graph job in an export worker of its own (the target's check, then its
+ONNX model and the files of ``exporter/pipeline/graph_files.py``), then the viewer on a
+loopback port (``export_worker/graph_viewer.py``) until Ctrl+C. ``--no-serve`` writes the files
+and says where each node came from, without the viewer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+from export_worker.graph_viewer import ViewerError, missing_packages, missing_packages_message
+from exporter.reports.graph_view import GraphFiles
+from exporter.reports.render import display_path, format_diagnostic, printable
+from exporter.reports.serialize import result_from_data
+from onnxlens.messages import EXIT_ERRORS, EXIT_OK, UsageError
+from onnxlens.save_and_run import single_job
+
+
+def graph_command(args: argparse.Namespace) -> int:
+    if not args.no_serve and missing_packages():
+        raise UsageError(missing_packages_message(missing_packages()))
+    keep = args.output_dir is not None
+    directory = (args.output_dir or Path(tempfile.mkdtemp(prefix="onnxlens-graph-"))).absolute()
+    try:
+        return _graph(args, directory)
+    finally:
+        if not keep:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _graph(args: argparse.Namespace, directory: Path) -> int:
+    target, end = single_job(args, "graph", output=str(directory))
+    answer = end.answer
+    if answer is not None and answer.result is not None:  # the check's findings
+        for diagnostic in result_from_data(answer.result).diagnostics:
+            print(format_diagnostic(diagnostic), file=sys.stderr)
+    else:
+        end.print_problems(target)
+    if answer is None or answer.graph is None:
+        print(f"onnxlens: no graph of {args.target}: {end.reason}", file=sys.stderr)
+        return EXIT_ERRORS
+    graph = answer.graph
+    nodes: dict[str, Any] = json.loads(Path(graph.nodes).read_text(encoding="utf-8"))
+    if args.no_serve:
+        _report(args, graph, nodes, url=None)
+        return EXIT_OK
+    from export_worker.graph_viewer import start_viewer
+
+    try:
+        viewer = start_viewer(Path(graph.model), [Path(p) for p in graph.node_data],
+                              graph.selected_node, selected_graph=graph.selected_graph)
+    except ViewerError as error:
+        print(f"onnxlens: {error}", file=sys.stderr)
+        return EXIT_ERRORS
+    with viewer:
+        _report(args, graph, nodes, url=viewer.url)
+        if not args.no_browser:
+            webbrowser.open(viewer.url)
+        _wait_for_interrupt()
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace, graph: GraphFiles, nodes: dict[str, Any],
+            url: str | None) -> None:
+    """What was written and where the selected node came from; JSON: the whole mapping."""
+    if args.format == "json":
+        print(json.dumps({"target": args.target, "url": url, "model": graph.model,
+                          "node_data": graph.node_data, "graph_id": graph.graph_id,
+                          "selected_node": graph.selected_node,
+                          "selected_graph": graph.selected_graph, "nodes": nodes}, indent=2),
+              flush=True)
+        return
+    print(f"onnxlens: graph of {args.target}: {len(nodes)} node(s) mapped to source lines; "
+          f"model {display_path(Path(graph.model))}", flush=True)
+    if graph.selected_node is not None:
+        key = graph.selected_node if graph.selected_graph is None \
+            else f"{graph.selected_graph}/{graph.selected_node}"
+        where = nodes.get(key)
+        line = f" at {where['path']}:{where['line']}:{where['column']}" if where else ""
+        print(f"onnxlens: selected node {printable(graph.selected_node)}{line}", flush=True)
+    if url is not None:
+        print(f"onnxlens: Model Explorer at {url}", flush=True)
+        print("onnxlens: press Ctrl+C to stop it", flush=True)
+
+
+def _wait_for_interrupt() -> None:
+    """Until Ctrl+C or SIGTERM (a `graph` left in the background is stopped as one expects)."""
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        while not stopped.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(file=sys.stderr)

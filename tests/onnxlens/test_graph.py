@@ -1,0 +1,128 @@
+"""``onnxlens graph``: the graph a check exported, each node mapped to its source line, the
+failing node selected and labelled (docs/graph.md); ``onnxlens save --strip-source-metadata``."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import onnx
+import pytest
+
+from onnxlens.cli import main
+from tests.conftest import REPO
+from tests.export_worker.test_graph_viewer import needs_model_explorer
+
+EXAMPLES = REPO / "examples" / "failing"
+
+
+def _line_of(path: Path, text: str) -> tuple[int, int]:
+    """The 1-based line and column where ``text`` first appears in ``path``."""
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if text in line:
+            return number, line.index(text) + 1
+    raise AssertionError(f"{text!r} not in {path}")
+
+
+def _graph(capsys: pytest.CaptureFixture[str], target: str, directory: Path) -> dict:
+    assert main(["graph", target, "--no-serve", "--format", "json",
+                 "--output-dir", str(directory)]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.every_torch  # where torch's exporter says each node came from
+def test_the_node_onnx_runtime_fails_in_is_selected_labelled_and_mapped_to_its_line(
+        tmp_path, capsys):
+    graph = _graph(capsys, f"{EXAMPLES}/double_precision.py::PreciseGelu", tmp_path)
+    model = onnx.load(graph["model"])
+    by_name = {node.name: node for node in model.graph.node}
+    selected = graph["selected_node"]
+    assert by_name[selected].op_type == "Erf"
+    line, column = _line_of(EXAMPLES / "double_precision.py", "torch.erf(")
+    where = graph["nodes"][selected]
+    assert (where["path"], where["line"], where["column"]) == (
+        "examples/failing/double_precision.py", line, column)
+    # every mapped node is a node of the model, on a line of the example's forward
+    assert set(graph["nodes"]) <= set(by_name)
+    forward = _line_of(EXAMPLES / "double_precision.py", "def forward")[0]
+    assert all(forward < node["line"] <= forward + 3 for node in graph["nodes"].values())
+    marks = json.loads(Path(graph["node_data"][-1]).read_text())[graph["graph_id"]]["results"]
+    assert marks[selected]["value"].startswith("ONNX401: ONNX Runtime cannot create a session")
+
+
+def test_a_numeric_mismatch_selects_the_first_diverging_node_and_shows_each_nodes_error(
+        tmp_path, capsys):
+    graph = _graph(capsys, f"{EXAMPLES}/custom_translation.py::FeedForward", tmp_path)
+    errors_file, marks_file = (Path(p) for p in graph["node_data"])
+    assert errors_file.name == "errors.json" and marks_file.name == "marks.json"
+    selected = graph["selected_node"]
+    assert graph["nodes"][selected]["line"] == _line_of(
+        EXAMPLES / "custom_translation.py", "torch.nn.functional.gelu(")[0]
+    errors = json.loads(errors_file.read_text())[graph["graph_id"]]["results"]
+    assert errors[selected]["value"] > 1e-4  # past the pragma's atol
+    assert min(error["value"] for error in errors.values()) == 0.0  # the Linear before it
+    marks = json.loads(marks_file.read_text())[graph["graph_id"]]["results"]
+    assert marks[selected]["value"].startswith("ONNX502: The values first diverge")
+
+
+def test_no_graph_when_the_export_stops_before_translation_ends(tmp_path, capsys):
+    assert main(["graph", f"{EXAMPLES}/special_functions.py::BesselFeatures", "--no-serve",
+                 "--output-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "error[ONNX201]" in err
+    assert "onnxlens: no graph of" in err and "before there was an ONNX graph" in err
+
+
+@needs_model_explorer
+def test_graph_serves_model_explorer_until_stopped():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "onnxlens", "graph",
+         "examples/failing/double_precision.py::PreciseGelu", "--no-browser"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        url = model = ""
+        for line in process.stdout:
+            if "; model " in line:
+                model = line.rsplit("; model ", 1)[1].strip()
+            if "Model Explorer at " in line:
+                url = line.split("Model Explorer at ", 1)[1].strip()
+                break
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url, timeout=10) as page:
+            assert page.status == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    port = int(re.search(r":(\d+)/", url)[1])  # type: ignore[index]
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/check_health", timeout=2)
+    assert Path(model).name == "model.onnx"
+    assert not Path(model).parent.exists()  # its temporary directory is removed
+
+
+def test_save_strips_the_source_metadata_only_when_asked(tmp_path, capsys, monkeypatch):
+    kept, stripped = tmp_path / "kept.onnx", tmp_path / "stripped.onnx"
+    target = "examples/mlp.py::MLPModel"
+    monkeypatch.chdir(REPO)
+    assert main(["save", target, "-o", str(kept)]) == 0
+    assert main(["save", target, "-o", str(stripped), "--strip-source-metadata"]) == 0
+    capsys.readouterr()
+
+    def keys(path: Path) -> set[str]:
+        return {entry.key for node in onnx.load(path).graph.node for entry in node.metadata_props}
+
+    assert "pkg.torch.onnx.stack_trace" in keys(kept)
+    assert str(REPO).encode() in kept.read_bytes()
+    assert "pkg.torch.onnx.stack_trace" not in keys(stripped)
+    assert "namespace" in keys(stripped)  # the module hierarchy stays
+    assert str(REPO).encode() not in stripped.read_bytes()
+    assert b"site-packages" not in stripped.read_bytes()
