@@ -51,7 +51,7 @@ def _graph(args: argparse.Namespace, directory: Path) -> int:
     graph = answer.graph
     nodes: dict[str, Any] = json.loads(Path(graph.nodes).read_text(encoding="utf-8"))
     if args.no_serve:
-        _report(args, graph, nodes, url=None)
+        _report(args, graph, nodes, url=None, kept=args.output_dir is not None)
         return EXIT_OK
     from export_worker.graph_viewer import start_viewer
 
@@ -62,7 +62,7 @@ def _graph(args: argparse.Namespace, directory: Path) -> int:
         print(f"onnxlens: {error}", file=sys.stderr)
         return EXIT_ERRORS
     with viewer:
-        _report(args, graph, nodes, url=viewer.url)
+        _report(args, graph, nodes, url=viewer.url, kept=args.output_dir is not None)
         if not args.no_browser:
             webbrowser.open(viewer.url)
         _wait_for_interrupt()
@@ -70,8 +70,9 @@ def _graph(args: argparse.Namespace, directory: Path) -> int:
 
 
 def _report(args: argparse.Namespace, graph: GraphFiles, nodes: dict[str, Any],
-            url: str | None) -> None:
-    """What was written and where the selected node came from; JSON: the whole mapping."""
+            url: str | None, kept: bool) -> None:
+    """Where the selected node came from, the files kept and the viewer's address; JSON: the
+    whole mapping too."""
     if args.format == "json":
         print(json.dumps({"target": args.target, "url": url, "model": graph.model,
                           "node_data": graph.node_data, "graph_id": graph.graph_id,
@@ -79,14 +80,20 @@ def _report(args: argparse.Namespace, graph: GraphFiles, nodes: dict[str, Any],
                           "selected_graph": graph.selected_graph, "nodes": nodes}, indent=2),
               flush=True)
         return
-    print(f"onnxlens: graph of {args.target}: {len(nodes)} node(s) mapped to source lines; "
-          f"model {display_path(Path(graph.model))}", flush=True)
+    print(f"onnxlens: graph of {args.target}: {len(nodes)} node(s) mapped to source lines",
+          flush=True)
     if graph.selected_node is not None:
         key = graph.selected_node if graph.selected_graph is None \
             else f"{graph.selected_graph}/{graph.selected_node}"
         where = nodes.get(key)
-        line = f" at {where['path']}:{where['line']}:{where['column']}" if where else ""
+        line = f" ({where['op_type']}) at {where['path']}:{where['line']}:{where['column']}" \
+            if where else ""
         print(f"onnxlens: selected node {printable(graph.selected_node)}{line}", flush=True)
+    if kept:
+        files = ", ".join(Path(path).name for path in (graph.model, graph.nodes,
+                                                       *graph.node_data))
+        print(f"onnxlens: wrote {display_path(Path(graph.model).parent)}/ ({files})",
+              flush=True)
     if url is not None:
         print(f"onnxlens: Model Explorer at {url}", flush=True)
         print("onnxlens: press Ctrl+C to stop it", flush=True)

@@ -79,20 +79,22 @@ def test_no_graph_when_the_export_stops_before_translation_ends(tmp_path, capsys
 
 
 @needs_model_explorer
-def test_graph_serves_model_explorer_until_stopped():
+def test_graph_serves_model_explorer_until_stopped(tmp_path):
+    errors = (tmp_path / "stderr").open("w")  # a file: a full pipe would stop the command
     process = subprocess.Popen(
         [sys.executable, "-m", "onnxlens", "graph",
-         "examples/failing/double_precision.py::PreciseGelu", "--no-browser"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "examples/failing/double_precision.py::PreciseGelu", "--no-browser", "--format", "json"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=errors, text=True)
     try:
         assert process.stdout is not None
-        url = model = ""
-        for line in process.stdout:
-            if "; model " in line:
-                model = line.rsplit("; model ", 1)[1].strip()
-            if "Model Explorer at " in line:
-                url = line.split("Model Explorer at ", 1)[1].strip()
+        printed = ""
+        for line in process.stdout:  # the JSON report, printed once the viewer answers
+            printed += line
+            if line == "}\n":
                 break
+        assert printed, (tmp_path / "stderr").read_text()
+        report = json.loads(printed)
+        url, model = report["url"], report["model"]
         assert url.startswith("http://127.0.0.1:")
         with urllib.request.urlopen(url, timeout=10) as page:
             assert page.status == 200
@@ -102,6 +104,7 @@ def test_graph_serves_model_explorer_until_stopped():
         if process.poll() is None:
             process.kill()
             process.wait()
+        errors.close()
     port = int(re.search(r":(\d+)/", url)[1])  # type: ignore[index]
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/check_health", timeout=2)
