@@ -36,6 +36,9 @@ _STOP_GRACE = 5.0
 _TAIL_CHARS = 2000
 _LAUNCHER = "export_worker.viewer_launcher"
 _MISSING_EXIT_STATUS = 3  # the launcher's
+#: the directory holding export_worker, on the launcher's path as on the worker's (the editor
+#: extension's bundle is not on the interpreter's own path: export_worker/client.py)
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
 class ViewerError(RuntimeError):
@@ -91,6 +94,8 @@ class Viewer:
     def stop(self) -> None:
         """SIGTERM the server's process group, then SIGKILL it after a grace period."""
         _end(self.process)
+        if self.process.stdin is not None:
+            self.process.stdin.close()
         self._log.close()
 
     def __enter__(self) -> Viewer:
@@ -116,12 +121,14 @@ def start_viewer(model_path: Path, node_data: list[Path], selected_node: str | N
         port = free_port(host)
         log = tempfile.TemporaryFile(prefix="onnxlens-viewer-")  # noqa: SIM115  # the Viewer closes it
         command = [sys.executable, "-m", _LAUNCHER, "--host", host, "--port", str(port),
-                   "--model", str(model_path.resolve())]
+                   "--model", str(model_path.resolve()), "--exit-with-stdin"]
         for path in node_data:
             command += ["--node-data", str(path.resolve())]
+        # stdin: a pipe only this process holds; the server ends when it closes, so a viewer
+        # never outlives its parent, however that ends (SIGKILL included)
         process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, env=_environment())
         viewer = Viewer(page_url(host, port, model_path, node_data, selected_node,
                                  selected_graph), port, host, process, log)
         try:
@@ -139,6 +146,11 @@ def start_viewer(model_path: Path, node_data: list[Path], selected_node: str | N
             raise ViewerError(f"Model Explorer did not start (exit status "
                               f"{process.returncode}); its last output:\n{output}")
     raise AssertionError("unreachable")
+
+
+def _environment() -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
 
 
 def free_port(host: str = "127.0.0.1") -> int:

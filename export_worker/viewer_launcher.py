@@ -15,7 +15,10 @@ What ``model_explorer.server.start`` would do otherwise, and what this module do
   refused (a web page cannot reach the server through DNS rebinding);
 * it may open a browser tab: never (``no_open_in_browser``, and ``webbrowser`` is disarmed);
 * its own health check polls for ever if the server never comes up: skipped; the parent polls
-  ``/check_health`` with a deadline.
+  ``/check_health`` with a deadline;
+* it runs until it is stopped: with ``--exit-with-stdin`` it exits when its stdin (a pipe the
+  parent holds) reaches its end, i.e. when the parent (the CLI, the language server) is gone,
+  however it ended.
 
 Exit status 3 with a message on stderr when the packages are missing.
 """
@@ -23,7 +26,9 @@ Exit status 3 with a message on stderr when the packages are missing.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,7 +43,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--model", action="append", default=[], help="a model file to serve")
     parser.add_argument("--node-data", action="append", default=[], help="a node data file")
+    parser.add_argument("--exit-with-stdin", action="store_true",
+                        help="exit when stdin reaches its end (the parent is gone)")
     return parser
+
+
+def _exit_with_stdin() -> None:
+    def watch() -> None:
+        while sys.stdin.buffer.read(4096):
+            pass
+        os._exit(0)
+
+    threading.Thread(target=watch, name="onnxlens-parent-watch", daemon=True).start()
 
 
 def _no_version_check(print_msg: bool = True) -> dict[str, str]:
@@ -79,6 +95,8 @@ def _loopback_flask() -> None:
 
 def run(argv: list[str]) -> int:
     options = _parser().parse_args(argv)
+    if options.exit_with_stdin:
+        _exit_with_stdin()
     sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
     try:
         import webbrowser
