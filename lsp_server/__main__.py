@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         server.start_tcp(host, int(port))
     else:
         server.start_io()
+    server.graphs.close_now()  # however the session ended, no viewer outlives the server
     # pygls raises SystemExit(0 or 1) inside its event loop and start_io swallows it
     return 0 if server.shut_down else 1
 

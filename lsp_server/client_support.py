@@ -18,6 +18,7 @@ class ClientSupport:
     work_done_progress: bool = False  # window.workDoneProgress
     code_lens_refresh: bool = False  # workspace.codeLens.refreshSupport
     configuration: bool = False  # workspace/configuration
+    show_document: bool = False  # window/showDocument (the graph page in the browser)
 
     @classmethod
     def of(cls, capabilities: types.ClientCapabilities) -> ClientSupport:
@@ -38,4 +39,6 @@ class ClientSupport:
             code_lens_refresh=bool(workspace and workspace.code_lens
                                    and workspace.code_lens.refresh_support),
             configuration=bool(workspace and workspace.configuration),
+            show_document=bool(capabilities.window and capabilities.window.show_document
+                               and capabilities.window.show_document.support),
         )

@@ -1,4 +1,4 @@
-"""`workspace/executeCommand`: export, save, run, report, SARIF, worker restart."""
+"""`workspace/executeCommand`: export, save, run, report, graph, SARIF, worker restart."""
 
 from __future__ import annotations
 
@@ -121,6 +121,42 @@ async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     return _job_answer(answer)
 
 
+@_answered
+async def show_graph_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    """``[uri, target?]``: the target's graph in Model Explorer (lsp_server/graphs.py):
+    ``{url, uri, target, graphId, selectedNode, selectedGraph, nodes}`` or ``{error}``. A
+    client without a graph panel of its own gets the page in the browser."""
+    _require_trust(ls)
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    uri, target = await _target_arguments(ls, values)
+    shown = await with_progress(ls.progress_reporter, f"Graph of {target.name}",
+                                lambda: ls.graphs.show(uri, target))
+    if ls.graphs.panel_client:
+        return shown
+    if "error" in shown:
+        ls.tell(f"onnxlens: {shown['error']}", types.MessageType.Error)
+    elif ls.support.show_document:
+        await ls.window_show_document_async(types.ShowDocumentParams(uri=shown["url"],
+                                                                     external=True))
+    else:
+        ls.tell(f"onnxlens: the graph of {target.name} is at {shown['url']}",
+                types.MessageType.Info)
+    return shown
+
+
+def graph_nodes_at(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
+    """``[uri, line]`` (``line`` 0-based, as LSP positions): the nodes of the document's last
+    graph that the line produced, its own first, then those of the calls it makes:
+    ``{uri, target, graphId, nodes: [{key, nodeId, graphId, opType}]}``; no nodes when the
+    document has no graph yet."""
+    _require_trust(ls)
+    values = _arguments(args[0] if len(args) == 1 else list(args))
+    if len(values) < 2 or not isinstance(values[0], str) or not isinstance(values[1], int) \
+            or isinstance(values[1], bool):
+        raise ValueError("expected the document uri and a 0-based line as arguments")
+    return ls.graphs.nodes_at(values[0], values[1] + 1)
+
+
 def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
     """A save or run job's answer as the command's result (what the client shows)."""
     if not isinstance(outcome, JobDone):
@@ -183,6 +219,8 @@ def register(server: OnnxLensServer) -> None:
     server.command("onnxlens.saveModel")(save_command)
     server.command("onnxlens.runModel")(run_command)
     server.command("onnxlens.showReport")(show_report)
+    server.command("onnxlens.showGraph")(show_graph_command)
+    server.command("onnxlens.graphNodesAt")(graph_nodes_at)
     server.command("onnxlens.writeSarif")(write_sarif_command)
     server.command("onnxlens.restartWorker")(restart_worker)
     server.command("onnxlens.applyEdit")(apply_edit)

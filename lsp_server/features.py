@@ -67,8 +67,11 @@ def code_lenses(uri: str, targets: list[Target], results: dict[str, TargetResult
         title = lens_title(results.get(target.name), checking, trusted, queued)
         lenses.append(types.CodeLens(range=where, command=types.Command(
             title=title, command="onnxlens.showReport", arguments=arguments)))
-        for label, command in (("Export", "onnxlens.export"), ("Save", "onnxlens.saveModel"),
-                               ("Run", "onnxlens.runModel")):
+        actions = [("Export", "onnxlens.export"), ("Save", "onnxlens.saveModel"),
+                   ("Run", "onnxlens.runModel")]
+        if trusted:  # a graph is what running the model makes: none in an untrusted folder
+            actions.append(("Graph", "onnxlens.showGraph"))
+        for label, command in actions:
             lenses.append(types.CodeLens(range=where, command=types.Command(
                 title=label, command=command, arguments=arguments)))
     return lenses

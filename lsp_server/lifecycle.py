@@ -11,6 +11,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from lsp_server.client_support import ClientSupport
+from lsp_server.graphs import GRAPH_CLOSED
 from lsp_server.server import OnnxLensServer
 
 TRUST_NOTIFICATION = "onnxlens/trustChanged"
@@ -22,6 +23,9 @@ def initialize(ls: OnnxLensServer, params: types.InitializeParams) -> None:
                                                           dict) else {}
     ls.trusted = bool(options.get("trusted", False))
     ls.initialization_settings = options.get("settings")
+    # the client shows graphs in a panel of its own (the VS Code extension); else the server
+    # opens them in the browser (lsp_server/graphs.py)
+    ls.graphs.panel_client = bool(options.get("graphPanel", False))
     ls.support = ClientSupport.of(params.capabilities)
     folders = params.workspace_folders or []
     root = to_fs_path(folders[0].uri) if folders else (
@@ -44,6 +48,7 @@ async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> No
 async def shutdown(ls: OnnxLensServer, params: None) -> None:
     ls.shut_down = True
     ls.checker.cancel_all()
+    await ls.graphs.close()
     await ls.worker.stop()
 
 
@@ -65,6 +70,7 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
         if ls.workspace_check is not None:
             ls.workspace_check.cancel()
         ls.checker.cancel_all()
+        await ls.graphs.close()  # a graph is what running the model made, too
         await ls.worker.stop()
         ls.worker.state = "stopped"
         # what the checks found came from running the model: it goes with the trust
@@ -93,7 +99,13 @@ async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
             "serverImportsTorch": "torch" in sys.modules,
             "results": ls.checker.result_counts(),
             "queue": ls.checker.queue_counts(),
+            "viewer": {"pid": ls.graphs.viewer_pid},
             "settings": ls.settings.__dict__}
+
+
+def graph_closed(ls: OnnxLensServer, params: Any) -> None:
+    """The client closed its graph panel: the graph is no longer rendered after checks."""
+    ls.graphs.closed()
 
 
 def register(server: OnnxLensServer) -> None:
@@ -103,3 +115,4 @@ def register(server: OnnxLensServer) -> None:
     server.feature(TRUST_NOTIFICATION)(trust_changed)
     server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
     server.feature(STATUS_REQUEST)(status)
+    server.feature(GRAPH_CLOSED)(graph_closed)

@@ -34,6 +34,7 @@ from lsp_server.checks import Checker
 from lsp_server.client_support import ClientSupport
 from lsp_server.convert import PositionConverter, path_of, path_uri, to_lsp
 from lsp_server.discovery import TargetDiscovery
+from lsp_server.graphs import GraphViews
 from lsp_server.progress import ProgressReporter, with_progress
 from lsp_server.store import DiagnosticsStore, group_by_file
 from lsp_server.supervisor import WorkerSupervisor
@@ -128,6 +129,7 @@ class OnnxLensServer(LanguageServer):
                                                   lambda: self.support.work_done_progress)
         self.worker = WorkerSupervisor(self)
         self.checker = Checker(self, self.focus)
+        self.graphs = GraphViews(self)  # the graph view (lsp_server/graphs.py)
         self.budget_mb = default_budget_mb()  # measured once, when the server starts
         self.workspace_check: asyncio.Task[Any] | None = None
         self.root: Path | None = None
@@ -269,6 +271,14 @@ class OnnxLensServer(LanguageServer):
         self.protocol.notify(STATE_NOTIFICATION, {"trusted": self.trusted,
                                                   "workerState": self.worker.state,
                                                   "checking": self.checker.checking()})
+
+    def notify(self, method: str, params: Any) -> None:
+        """A notification of onnxlens's own (``onnxlens/...``)."""
+        self.protocol.notify(method, params)
+
+    def check_ended(self, uri: str) -> None:
+        """A check of ``uri`` published its verdict."""
+        self.graphs.checked(uri)
 
     def refresh_code_lens(self) -> None:
         if self.support.code_lens_refresh:

@@ -42,14 +42,15 @@ async def test_code_lens_shows_status_and_actions(client: LanguageClient):
         await diagnostics_for(client, uri)
         await diagnostics_for(client, failing)
         lenses = await _lenses(client, uri)
-        (status, export, save, run) = lenses
+        (status, export, save, run, graph) = lenses
         assert status[0] == 5 and status[2] == "onnxlens.showReport"
         assert status[1].startswith("✓ ONNX · ")
         assert f" nodes · opset {DEFAULT_OPSET} · " in status[1]
-        assert [(lens[1], lens[2], lens[3]) for lens in (export, save, run)] == [
+        assert [(lens[1], lens[2], lens[3]) for lens in (export, save, run, graph)] == [
             ("Export", "onnxlens.export", [uri, "ConvNet"]),
             ("Save", "onnxlens.saveModel", [uri, "ConvNet"]),
-            ("Run", "onnxlens.runModel", [uri, "ConvNet"])]
+            ("Run", "onnxlens.runModel", [uri, "ConvNet"]),
+            ("Graph", "onnxlens.showGraph", [uri, "ConvNet"])]
         assert (await _lenses(client, failing))[0][1] == "✗ ONNX · 2 problems"
     finally:
         close_file(client, uri)
