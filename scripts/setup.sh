@@ -40,6 +40,10 @@ fi
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 echo "setup: installing ${torch_specs[*]} into $venv"
 "${pip[@]}" "${torch_specs[@]}" </dev/null
-echo "setup: installing onnxlens with the export, lsp, graph and dev extras"
-"${pip[@]}" -e "$repo[export,lsp,graph,dev]" "${torch_specs[@]}" </dev/null
+# The graph viewer (the `graph` extra, ~550 MB) only beside the primary torch: its tests
+# depend on no torch (tests/conftest.py, EVERY_TORCH)
+extras="export,lsp,dev"
+[ "$torch_version" = "$("$python" "$versions" primary)" ] && extras="$extras,graph"
+echo "setup: installing onnxlens with the $extras extras"
+"${pip[@]}" -e "$repo[$extras]" "${torch_specs[@]}" </dev/null
 echo "$want" >"$stamp"

@@ -26,6 +26,12 @@ phase_started=$SECONDS
 # corpus's truth took 116 s instead of 27 (CONTRIBUTING.md). Passive waiting changes how
 # idle threads wait, not what they compute.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+# One intra-op thread per torch process: the run keeps more processes busy than there are
+# cores (three pytest workers, their export workers' jobs, the corpus's truth, the next leg's
+# installs), so a second thread only waits for a core and for its sibling at every parallel
+# region. Threads change how fast a check runs, not what it computes (the corpus's truth and
+# onnxlens run alike); tests that need a thread pool set their own (tests/export_worker).
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 
 bash "$repo/scripts/setup.sh"
 cd "$repo"

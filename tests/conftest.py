@@ -27,7 +27,10 @@ def user_docs_text() -> str:
 # (scripts/test.sh). A module that is mostly plumbing marks its few torch-dependent tests
 # itself (``@pytest.mark.every_torch``, e.g. tests/onnxlens/test_save_and_run.py). The rest
 # (the CLI's formats and exit codes, discovery, settings, files, timeouts, the server's
-# scheduling and presentation) runs on the primary torch only.
+# scheduling and presentation, the documents' console examples, whose verdicts
+# tests/onnxlens/test_examples.py checks on every torch, and the emulation of a torch without
+# the private capabilities, tests/exporter/toolchain/test_capabilities_off.py) runs on the
+# primary torch only.
 EVERY_TORCH = frozenset({
     "tests/corpus/test_corpus.py",
     "tests/corpus/test_truth_process.py",
@@ -45,7 +48,6 @@ EVERY_TORCH = frozenset({
     "tests/lsp/test_toolchain.py",
     "tests/lsp/test_warm_imports.py",
     "tests/onnxlens/test_examples.py",
-    "tests/onnxlens/test_readme_examples.py",
 })
 
 

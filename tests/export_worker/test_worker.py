@@ -25,7 +25,9 @@ from export_worker.messages import (
 from export_worker.process import JOB_GC_THRESHOLD
 from tests.conftest import FIXTURES, REPO
 
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+# Two intra-op threads whatever the run's OMP_NUM_THREADS (scripts/test.sh sets 1): with one,
+# torch starts no OpenMP pool at all and the fork-safety test below could not fail.
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "2"}
 
 
 def _threads(pid: int) -> int:

@@ -1,6 +1,6 @@
-"""The torch layer: every private capability falls back on its own without a false error, the
-public fallbacks do what torch.onnx.export does, and a user on an untested or degraded torch
-is told so once (CLI stderr, JSON field)."""
+"""The torch layer: the public fallbacks do what torch.onnx.export does, and a user on an
+untested or degraded torch is told so once (CLI stderr, JSON field). Every capability forced
+off at once: tests/exporter/toolchain/test_capabilities_off.py."""
 
 from __future__ import annotations
 
@@ -13,42 +13,8 @@ import pytest
 import torch
 
 from exporter import versions
-from exporter.pipeline.session import ExportSession
 from exporter.toolchain import speedups, torch_compat
-from tests.conftest import FIXTURES, REPO
-from tests.exporter.pipeline.test_fixture_diagnostics import EXPECTED
-
-
-def _errors(result) -> list[str]:
-    return sorted(d.rule for d in result.diagnostics if d.severity.value == "error")
-
-
-@pytest.fixture(scope="module")
-def results_without_capabilities():
-    """Every fixture checked with every private capability forced off (speed patches on)."""
-    os.environ[torch_compat.ENVIRONMENT_VARIABLE] = "all"
-    try:
-        session = ExportSession()
-        results = {}
-        for name in EXPECTED:
-            workspace, _, file = name.rpartition("/")
-            results[name] = session.check_file(FIXTURES / workspace / file, FIXTURES / workspace)
-    finally:
-        del os.environ[torch_compat.ENVIRONMENT_VARIABLE]
-    return results
-
-
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_no_false_error_and_no_missed_failure_without_private_capabilities(
-        results_without_capabilities, name):
-    """A fixture torch.onnx.export exports cleanly stays clean; one that fails still fails
-    (its diagnostics may be coarser: torch's first error instead of every problem)."""
-    expected_errors = [row for row in EXPECTED[name] if row[-1] == "error"]
-    errors = _errors(results_without_capabilities[name])
-    if expected_errors:
-        assert errors, f"{name}: a failing export called clean without the private capabilities"
-    else:
-        assert errors == [], f"{name}: false error without the private capabilities"
+from tests.conftest import REPO
 
 
 @pytest.mark.parametrize("spec", [
