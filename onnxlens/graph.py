@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from export_worker.graph_viewer import ViewerError, missing_packages, missing_packages_message
-from exporter.reports.graph_view import GraphFiles
+from exporter.reports.graph_view import NODES_FILE, GraphFiles
 from exporter.reports.render import display_path, format_diagnostic, printable
 from exporter.reports.serialize import result_from_data
 from onnxlens.messages import EXIT_ERRORS, EXIT_OK, UsageError
@@ -28,6 +28,8 @@ from onnxlens.save_and_run import single_job
 def graph_command(args: argparse.Namespace) -> int:
     if not args.no_serve and missing_packages():
         raise UsageError(missing_packages_message(missing_packages()))
+    if args.output_dir is not None:
+        _check_output_dir(args.output_dir)
     keep = args.output_dir is not None
     directory = (args.output_dir or Path(tempfile.mkdtemp(prefix="onnxlens-graph-"))).absolute()
     try:
@@ -35,6 +37,17 @@ def graph_command(args: argparse.Namespace) -> int:
     finally:
         if not keep:
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def _check_output_dir(directory: Path) -> None:
+    """A new or empty directory, or one an earlier ``graph`` wrote (its files are replaced):
+    never a directory whose other files a graph's ``model.onnx`` could replace."""
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"--output-dir {display_path(directory)}: not a directory")
+    if directory.is_dir() and any(directory.iterdir()) \
+            and not (directory / NODES_FILE).is_file():
+        raise UsageError(f"--output-dir {display_path(directory)}: the directory holds other "
+                         "files; give a new or empty one (or one `onnxlens graph` wrote)")
 
 
 def _graph(args: argparse.Namespace, directory: Path) -> int:

@@ -21,6 +21,10 @@ from exporter.pipeline.context import CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.intermediates import intermediates
 from exporter.reports.graph_view import (
+    ERRORS_FILE,
+    MARKS_FILE,
+    MODEL_FILE,
+    NODES_FILE,
     GraphFiles,
     Mark,
     NodeSource,
@@ -32,10 +36,6 @@ from exporter.reports.graph_view import (
     write_json,
 )
 
-MODEL_FILE = "model.onnx"
-NODES_FILE = "nodes.json"
-MARKS_FILE = "marks.json"
-ERRORS_FILE = "errors.json"
 _LABEL_LIMIT = 160
 #: the rules whose finding is a numeric mismatch: their graph shows each node's error
 _MISMATCH_RULES = ("ONNX501", "ONNX502", "ONNX503")

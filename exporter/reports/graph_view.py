@@ -60,6 +60,13 @@ class NodeSource:
     callers: tuple[Location, ...] = ()
 
 
+#: the files of a graph (exporter/pipeline/graph_files.py writes them, docs/graph.md)
+MODEL_FILE = "model.onnx"
+NODES_FILE = "nodes.json"
+MARKS_FILE = "marks.json"
+ERRORS_FILE = "errors.json"
+
+
 @dataclass(frozen=True)
 class GraphFiles:
     """The files of one target's graph (exporter/pipeline/graph_files.py writes them): the
@@ -240,6 +247,10 @@ def _graph_nodes(nodes: Sequence[onnx.NodeProto], graph_id: str, prefix: str,
 
 
 __all__ = [
+    "ERRORS_FILE",
+    "MARKS_FILE",
+    "MODEL_FILE",
+    "NODES_FILE",
     "SEVERITY_COLORS",
     "GraphFiles",
     "Mark",

@@ -112,6 +112,17 @@ def test_graph_serves_model_explorer_until_stopped(tmp_path):
     assert not Path(model).parent.exists()  # its temporary directory is removed
 
 
+def test_an_output_dir_holding_other_files_is_refused_before_any_check(tmp_path, capsys):
+    (tmp_path / "model.onnx").write_bytes(b"the user's own model")
+    assert main(["graph", f"{EXAMPLES}/double_precision.py::PreciseGelu", "--no-serve",
+                 "--output-dir", str(tmp_path)]) == 2
+    assert "holds other files" in capsys.readouterr().err
+    assert (tmp_path / "model.onnx").read_bytes() == b"the user's own model"
+    assert main(["graph", f"{EXAMPLES}/double_precision.py::PreciseGelu", "--no-serve",
+                 "--output-dir", str(tmp_path / "model.onnx")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
 def test_save_strips_the_source_metadata_only_when_asked(tmp_path, capsys, monkeypatch):
     kept, stripped = tmp_path / "kept.onnx", tmp_path / "stripped.onnx"
     target = "examples/mlp.py::MLPModel"
