@@ -1,12 +1,14 @@
 /**
  * The server's commands as the user meets them: from the palette they apply to the active
- * editor's targets; save asks for a path; run and show report open side views; write SARIF opens the log in the SARIF Viewer when that is installed.
+ * editor's targets; save asks for a path; run, show report and show graph open side views; write SARIF opens the
+ * log in the SARIF Viewer when that is installed.
  *
  * vscode-languageclient registers the server's commands itself; this module is its
  * `executeCommand` middleware, so the same ids work from the palette and from CodeLens.
  */
 import * as path from "path";
 import * as vscode from "vscode";
+import { GraphPayload, graphPanel } from "./graphPanel";
 import { escapeHtml, htmlPage, renderRunError, renderRunReport, RunReport } from "./runView";
 
 export const SARIF_VIEWER = "MS-SarifVSCode.sarif-viewer";
@@ -175,6 +177,64 @@ async function showReport(args: unknown[], next: Next): Promise<unknown> {
   return result;
 }
 
+const UNTRUSTED_GRAPH = "onnxlens: a graph is made by running the model: trust this workspace first.";
+
+/** The target's checked graph in the graph panel beside the editor. */
+async function showGraph(args: unknown[], next: Next): Promise<unknown> {
+  if (!vscode.workspace.isTrusted) {
+    void vscode.window.showWarningMessage(UNTRUSTED_GRAPH);
+    return undefined;
+  }
+  const target = await resolveTarget(args);
+  if (target === undefined) {
+    return undefined;
+  }
+  const result = (await next("onnxlens.showGraph", [target.uri, target.name])) as GraphPayload | undefined;
+  if (result === undefined || result.cancelled) {
+    return result;
+  }
+  if (result.error !== undefined || result.url === undefined) {
+    void vscode.window.showErrorMessage(`onnxlens: ${result.error ?? "no graph"}`);
+    return result;
+  }
+  graphPanel.show(result);
+  return result;
+}
+
+/**
+ * "Show in Graph": the nodes the editor's line produced, selected in the graph panel (the
+ * document's graph is opened first when the panel shows none).
+ */
+export async function showInGraph(): Promise<void> {
+  if (!vscode.workspace.isTrusted) {
+    void vscode.window.showWarningMessage(UNTRUSTED_GRAPH);
+    return;
+  }
+  const editor = vscode.window.activeTextEditor;
+  if (editor === undefined || editor.document.languageId !== "python") {
+    void vscode.window.showWarningMessage("onnxlens: open a Python file with an export target first.");
+    return;
+  }
+  const uri = editor.document.uri.toString();
+  const line = editor.selection.active.line;
+  if (graphPanel.uri !== uri) {
+    const shown = (await vscode.commands.executeCommand("onnxlens.showGraph", uri)) as GraphPayload | undefined;
+    if (shown?.url === undefined) {
+      return;
+    }
+  }
+  // `line` is 0-based, as LSP positions are
+  const found = (await vscode.commands.executeCommand("onnxlens.graphNodesAt", uri, line)) as
+    | { nodes?: Array<{ nodeId: string; opType: string }> }
+    | undefined;
+  const first = found?.nodes?.[0];
+  if (first === undefined) {
+    vscode.window.setStatusBarMessage(`onnxlens: no node of the graph comes from line ${line + 1}`, 5000);
+    return;
+  }
+  graphPanel.select(first.nodeId);
+}
+
 async function writeSarif(args: unknown[], next: Next): Promise<unknown> {
   const result = (await next("onnxlens.writeSarif", args)) as { path?: string } | undefined;
   if (!result?.path) {
@@ -201,6 +261,7 @@ const HANDLERS: Record<string, (args: unknown[], next: Next) => Promise<unknown>
   "onnxlens.saveModel": saveModel,
   "onnxlens.runModel": runModel,
   "onnxlens.showReport": showReport,
+  "onnxlens.showGraph": showGraph,
   "onnxlens.writeSarif": writeSarif,
 };
 

@@ -6,8 +6,9 @@
 import * as path from "path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
-import { executeCommand } from "./commands";
+import { executeCommand, showInGraph } from "./commands";
 import { editorsNotification } from "./editors";
+import { GraphPayload, graphPanel } from "./graphPanel";
 import { describeChoice, InterpreterChoice } from "./interpreter";
 import { InstallPlan, judgeProbe, ProbeResult } from "./probe";
 import { installPackages, onPythonEnvironmentChange, probeInterpreter, resolveInterpreter } from "./python";
@@ -128,6 +129,7 @@ class OnnxLens {
       diagnosticCollectionName: "onnxlens",
       initializationOptions: {
         trusted: vscode.workspace.isTrusted,
+        graphPanel: true, // graphs open in our panel (graphPanel.ts), not in the browser
         settings: serverSettings((key) => vscode.workspace.getConfiguration("onnxlens", folder?.uri).get(key)),
       },
       middleware: {
@@ -187,6 +189,8 @@ class OnnxLens {
       this.update({ server: "failed" });
       return;
     }
+    client.onNotification("onnxlens/graphChanged", (graph: GraphPayload) => graphPanel.update(graph));
+    graphPanel.onClosed = () => void client.sendNotification("onnxlens/graphClosed", {}).catch(() => undefined);
     client.onNotification("onnxlens/state", (state: ServerStateNotification) =>
       this.update({ trusted: state.trusted, workerState: state.workerState, checking: state.checking.length }),
     );
@@ -211,6 +215,8 @@ class OnnxLens {
     this.editorWatchers = [];
     const client = this.client;
     this.client = undefined;
+    graphPanel.onClosed = () => undefined;
+    graphPanel.close(); // the server's viewer stops with it
     if (client !== undefined) {
       try {
         await client.stop(10000);
@@ -253,6 +259,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     vscode.commands.registerCommand("onnxlens.restartServer", () => current.restart("asked for")),
     vscode.commands.registerCommand(SHOW_OUTPUT, () => output.show(true)),
+    vscode.commands.registerCommand("onnxlens.showInGraph", () => showInGraph()),
     vscode.languages.onDidChangeDiagnostics(() => current.countProblems()),
     vscode.workspace.onDidGrantWorkspaceTrust(() => current.trustGranted()),
     vscode.workspace.onDidChangeConfiguration((event) => {
