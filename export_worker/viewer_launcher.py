@@ -13,6 +13,8 @@ What ``model_explorer.server.start`` would do otherwise, and what this module do
   saves seconds and hundreds of MB; the ONNX adapter does not need it;
 * it answers whatever ``Host`` a request names: a request whose ``Host`` is not the loopback is
   refused (a web page cannot reach the server through DNS rebinding);
+* its page loads a web font from Google's font service: every answer carries a
+  Content-Security-Policy that allows fonts and requests from this server alone;
 * it may open a browser tab: never (``no_open_in_browser``, and ``webbrowser`` is disarmed);
 * its own health check polls for ever if the server never comes up: skipped; the parent polls
   ``/check_health`` with a deadline;
@@ -76,19 +78,30 @@ def _refuse_remote_requests() -> None:
     requests.sessions.Session.request = local_only  # type: ignore[method-assign]
 
 
+#: the page's fonts and requests come from this server alone (the web app asks Google's font
+#: service for a web font; offline that request fails, and with this it is never made)
+CONTENT_SECURITY_POLICY = "font-src 'self' data:; connect-src 'self'"
+
+
 def _loopback_flask() -> None:
-    """Every Flask app made from now on refuses a request whose Host is not the loopback."""
+    """Every Flask app made from now on refuses a request whose Host is not the loopback, and
+    its pages make no request to another host (``CONTENT_SECURITY_POLICY``)."""
     import flask
 
     class LoopbackFlask(flask.Flask):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.before_request(_check_host)
+            self.after_request(_no_other_hosts)
 
     def _check_host() -> Any:
         if urlsplit("//" + flask.request.host).hostname not in LOOPBACK_HOSTS:
             flask.abort(403)
         return None
+
+    def _no_other_hosts(response: flask.Response) -> flask.Response:
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        return response
 
     flask.Flask = LoopbackFlask  # type: ignore[misc]
 

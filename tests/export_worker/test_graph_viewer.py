@@ -73,6 +73,12 @@ def test_the_viewer_serves_the_model_and_stops(saved, tmp_path):
         assert set(names) <= {node["id"] for node in main["nodes"]}
         # no request to PyPI or GitHub: the version check answers "nothing newer" at once
         assert json.loads(_get(viewer.base_url + "/api/v1/check_new_version"))["version"] == ""
+        # the page's web font (Google's font service) is never fetched: fonts and requests
+        # from this server alone
+        with urllib.request.urlopen(viewer.base_url + "/", timeout=10) as page:
+            assert "https://fonts.gstatic.com" in page.read().decode()
+            assert page.headers["Content-Security-Policy"] == \
+                "font-src 'self' data:; connect-src 'self'"
         with pytest.raises(urllib.error.HTTPError) as refused:  # DNS rebinding
             _get(viewer.base_url + "/check_health", Host=f"attacker.example:{viewer.port}")
         assert refused.value.code == 403
