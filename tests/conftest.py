@@ -143,6 +143,19 @@ def fixture_results(session):
     return results
 
 
+def _model_explorer_missing() -> bool:
+    from export_worker.graph_viewer import missing_packages
+
+    return bool(missing_packages())
+
+
+#: tests of the graph viewer: Model Explorer is the `graph` extra, which scripts/setup.sh
+#: installs beside the primary torch only
+needs_model_explorer = pytest.mark.skipif(
+    _model_explorer_missing(),
+    reason='Model Explorer is not installed (pip install "onnxlens[graph]")')
+
+
 def lsp_session_bytes() -> bytes:
     """An LSP client's whole session on stdin: initialize, initialized, shutdown, exit."""
     messages = (

@@ -3,7 +3,6 @@ and stopped whole (export_worker/graph_viewer.py, export_worker/viewer_launcher.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,18 +17,12 @@ import pytest
 
 from export_worker import graph_viewer
 from export_worker.graph_viewer import (
-    INSTALL_COMMAND,
     ViewerError,
     missing_packages_message,
     page_url,
     start_viewer,
 )
-from tests.conftest import REPO
-
-needs_model_explorer = pytest.mark.skipif(
-    importlib.util.find_spec("model_explorer") is None
-    or importlib.util.find_spec("model_explorer_onnx") is None,
-    reason=f"Model Explorer is not installed ({INSTALL_COMMAND})")
+from tests.conftest import REPO, needs_model_explorer
 
 
 @pytest.fixture(scope="module")

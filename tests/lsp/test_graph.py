@@ -7,7 +7,6 @@ page in the browser; an untrusted workspace gets no graph; no viewer outlives th
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import shutil
 import time
 import urllib.request
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from tests.conftest import REPO
+from tests.conftest import REPO, needs_model_explorer
 from tests.lsp.conftest import (
     SERVER,
     change_and_save,
@@ -31,10 +30,7 @@ from tests.lsp.conftest import (
     wait_for,
 )
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("model_explorer") is None
-    or importlib.util.find_spec("model_explorer_onnx") is None,
-    reason='Model Explorer is not installed (pip install "onnxlens[graph]")')
+pytestmark = needs_model_explorer
 
 EXAMPLE = REPO / "examples" / "failing" / "double_precision.py"
 NO_FIXES = {"fixBudgetSeconds": 0}

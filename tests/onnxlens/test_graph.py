@@ -15,8 +15,7 @@ import onnx
 import pytest
 
 from onnxlens.cli import main
-from tests.conftest import REPO
-from tests.export_worker.test_graph_viewer import needs_model_explorer
+from tests.conftest import REPO, needs_model_explorer
 
 EXAMPLES = REPO / "examples" / "failing"
 
