@@ -13,7 +13,8 @@ from lsp_server.app import create_server
 PACKAGE = Path(__file__).resolve().parents[2] / "lsp_server"
 PREFIX = "lsp_server."
 COMMANDS = ["onnxlens.export", "onnxlens.checkWorkspace", "onnxlens.saveModel",
-            "onnxlens.runModel", "onnxlens.showReport", "onnxlens.writeSarif",
+            "onnxlens.runModel", "onnxlens.showReport", "onnxlens.showGraph",
+            "onnxlens.graphNodesAt", "onnxlens.writeSarif",
             "onnxlens.restartWorker", "onnxlens.applyEdit"]
 
 
