@@ -58,12 +58,16 @@ _SAME_PROCESS = {
 }
 
 
+_CORPUS_MODULE = "tests/corpus/test_corpus.py"
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadscope`` by module: each test module runs in one process, so that its
-    language server and module fixtures start once. (loadscope itself splits a test id at its
-    last ``::``, and a corpus test's id holds ``::`` in its parameter: each corpus test became
-    a scope of its own, and every process ran the whole corpus subset.)"""
+    language server and module fixtures start once; the corpus's test module by part of its
+    subset (tests/corpus/ci.py, ``PARTS``), each part judged where it runs. (loadscope itself
+    splits a test id at its last ``::``, and a corpus test's id holds ``::`` in its parameter:
+    each corpus test became a scope of its own, and every process ran the whole subset.)"""
     if config.getoption("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -71,6 +75,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class ByModule(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
+            if module == _CORPUS_MODULE:  # each part of the corpus's subset on its own
+                from tests.corpus.ci import part_of_test
+
+                return f"{module}::{part_of_test(nodeid.split('::', 1)[1])}"
             return _SAME_PROCESS.get(module, module)
 
     return ByModule(config, log)

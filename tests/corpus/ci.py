@@ -12,8 +12,8 @@ compares onnxlens's verdicts::
     corpus = ci_corpus(tmp_path)
     assert lens_verdicts(corpus, {"ONNXLENS_SOME_SHORTCUT": "0"}) == lens_verdicts(corpus)
 
-(or use the session fixtures ``corpus_ci`` / ``corpus_ci_outcome`` of tests/corpus/conftest.py,
-whose verdicts were computed once with the default environment).
+(or use the session fixture ``corpus_ci_part`` of tests/corpus/conftest.py, whose verdicts
+of each part, ``PARTS``, were computed once with the default environment).
 """
 
 from __future__ import annotations
@@ -38,8 +38,28 @@ CI_TRANSFORMERS = ("hf.gpt2", "hf.llama.tied", "hf.bert", "hf.t5", "hf.swin", "h
 CI_MODEL_TYPES = ("gpt2", "llama", "bert", "t5", "swin")
 
 
-def ci_ids() -> list[str]:
-    """The subset's target ids, known without building anything (for parametrizing)."""
+#: the subset in parts, each judged on its own in one pytest-xdist process (tests/conftest.py):
+#: the small ExportDB examples, this project's own files, the real architectures; a part that
+#: ends early leaves its process free for the rest of the run
+PARTS = ("exportdb", "project", "models")
+_PART_OF_SOURCE = {"exportdb": "exportdb", "transformers": "models", "torchvision": "models"}
+
+
+def part_of(target_id: str) -> str:
+    """The part a target id (``source:file::target``) belongs to."""
+    return _PART_OF_SOURCE.get(target_id.partition(":")[0], "project")
+
+
+def part_of_test(nodeid: str) -> str:
+    """The part a test of tests/corpus/test_corpus.py judges: its target's, or the models'
+    (the warm-imports test checks the transformers and torchvision files again)."""
+    parameter = nodeid.partition("[")[2]
+    return part_of(parameter.rstrip("]")) if parameter else "models"
+
+
+def ci_ids(part: str | None = None) -> list[str]:
+    """The subset's target ids, known without building anything (for parametrizing); only
+    ``part``'s when given."""
     ids = [f"exportdb:exportdb_{name}.py::exportdb.{name}" for name in exportdb_names()]
     for source in ("fixtures", "examples", "export_scripts"):
         for corpus_file in project_files(source).files:
@@ -50,22 +70,26 @@ def ci_ids() -> list[str]:
             for name in CI_TRANSFORMERS]
     if torchvision_models() is not None:
         ids += [f"torchvision:tv_{name}.py::tv.{name}" for name in CI_TORCHVISION]
-    return ids
+    return [i for i in ids if part is None or part_of(i) == part]
 
 
 def row_id(source: str, label: str, target: str) -> str:
     return f"{source}:{label}::{target}"
 
 
-def ci_corpus(workspace: Path) -> Corpus:
-    """Materialize the subset under ``workspace`` (a temporary directory)."""
-    corpus = materialize_exportdb(workspace)
-    corpus.extend(project_files("fixtures"))
-    corpus.extend(project_files("examples"))
-    corpus.extend(project_files("export_scripts"))
-    corpus.extend(materialize_transformers(workspace, types=list(CI_MODEL_TYPES),
-                                           names=set(CI_TRANSFORMERS)))
-    corpus.extend(materialize_torchvision(workspace, CI_TORCHVISION))
+def ci_corpus(workspace: Path, part: str | None = None) -> Corpus:
+    """Materialize the subset (only ``part`` when given) under ``workspace`` (a temporary
+    directory)."""
+    corpus = Corpus(workspace)
+    if part in (None, "exportdb"):
+        corpus.extend(materialize_exportdb(workspace))
+    if part in (None, "project"):
+        for source in ("fixtures", "examples", "export_scripts"):
+            corpus.extend(project_files(source))
+    if part in (None, "models"):
+        corpus.extend(materialize_transformers(workspace, types=list(CI_MODEL_TYPES),
+                                               names=set(CI_TRANSFORMERS)))
+        corpus.extend(materialize_torchvision(workspace, CI_TORCHVISION))
     return corpus
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.corpus.ci import ci_ids, lens_verdicts, row_id
-from tests.corpus.corpus import Corpus
+from tests.corpus.ci import ci_ids, lens_verdicts, part_of, row_id
+from tests.corpus.conftest import Judged
 from tests.corpus.harness import Outcome, verdicts_of
 from tests.corpus.judge import AGREE, NOT_JUDGED, Row
 
@@ -37,12 +37,12 @@ def _explain(row: Row) -> str:
 
 
 @pytest.mark.parametrize("target_id", ci_ids())
-def test_agrees_with_the_plain_exporter(corpus_ci: Corpus, corpus_ci_outcome: Outcome,
-                                        target_id: str) -> None:
-    rows = _rows(corpus_ci_outcome)
+def test_agrees_with_the_plain_exporter(corpus_ci_part: Judged, target_id: str) -> None:
+    corpus, outcome = corpus_ci_part(part_of(target_id))
+    rows = _rows(outcome)
     if target_id not in rows:
         name = target_id.rpartition("::")[2]
-        reasons = [f"{n.name}: {n.reason}" for n in corpus_ci.not_buildable
+        reasons = [f"{n.name}: {n.reason}" for n in corpus.not_buildable
                    if name == n.name or name.startswith(n.name + ".")]
         pytest.fail(f"{target_id} is not in the corpus ({'; '.join(reasons) or 'not found'})")
     row = rows[target_id]
@@ -51,15 +51,16 @@ def test_agrees_with_the_plain_exporter(corpus_ci: Corpus, corpus_ci_outcome: Ou
     assert row.agreement == AGREE, _explain(row)
 
 
-def test_warm_imports_change_no_verdict(corpus_ci: Corpus, corpus_ci_outcome: Outcome) -> None:
+def test_warm_imports_change_no_verdict(corpus_ci_part: Judged) -> None:
     """Speed never changes a verdict: the files whose checks import installed packages
     (transformers, torchvision), checked with the worker importing those packages ahead of
     each next check (the default, as in the agreement above: the files of one root share a
     worker) and without (``ONNXLENS_SHORTCUTS_OFF=warm-imports``), give the same verdicts."""
-    chosen = corpus_ci.select(lambda f, t: f.source in ("transformers", "torchvision"))
+    corpus, outcome = corpus_ci_part("models")
+    chosen = corpus.select(lambda f, t: f.source in ("transformers", "torchvision"))
     assert len(chosen.files) >= 2
     paths = {str(f.path) for f in chosen.files}
-    warm = verdicts_of({path: result for path, result in corpus_ci_outcome.lens_files.items()
+    warm = verdicts_of({path: result for path, result in outcome.lens_files.items()
                         if path in paths})
     cold = lens_verdicts(chosen, {"ONNXLENS_SHORTCUTS_OFF": "warm-imports"})
     assert cold == warm
