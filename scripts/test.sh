@@ -71,7 +71,8 @@ phase_done "sarif tools, ruff, mypy, import contracts"
 # One pytest process more than the cores: many tests wait (on a worker's start, a timeout, the
 # editor's debounce), and a third process fills those gaps. --durations: the slowest tests of
 # each leg, for the next person who makes CI faster.
-workers="${ONNXLENS_TEST_WORKERS:-$(( $(nproc) + 1 ))}"
+# (`nproc --all`: plain `nproc` answers OMP_NUM_THREADS, which is 1 here)
+workers="${ONNXLENS_TEST_WORKERS:-$(( $(nproc --all) + 1 ))}"
 parallel=(-n "$workers" --dist loadscope --corpus --durations=20)
 
 set +e
