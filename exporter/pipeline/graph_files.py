@@ -85,6 +85,10 @@ def _marks(diagnostics: Iterable[Diagnostic], sources: Mapping[str, NodeSource],
     """A label on the nodes each finding is about: the node it names, the node computing the
     value it names, else the nodes of its own source line. Errors first, then the rest."""
     marked: set[tuple[str, str]] = set()
+    by_line: dict[tuple[Path, int], list[NodeSource]] = {}  # each node's own line, once
+    for source in sources.values():
+        key = (source.location.path.resolve(), source.location.range.start.line)
+        by_line.setdefault(key, []).append(source)
     ordered = sorted(diagnostics, key=lambda d: d.severity != Severity.ERROR)
     for diagnostic in ordered:
         label = f"{diagnostic.rule}: {diagnostic.message}"
@@ -97,9 +101,8 @@ def _marks(diagnostics: Iterable[Diagnostic], sources: Mapping[str, NodeSource],
             places = [(graph_id, str(named))]
         else:
             location = diagnostic.location
-            places = [(source.graph_id, source.node_id) for source in sources.values()
-                      if source.location.path.resolve() == location.path.resolve()
-                      and source.location.range.start.line == location.range.start.line]
+            places = [(source.graph_id, source.node_id) for source in by_line.get(
+                (location.path.resolve(), location.range.start.line), [])]
         for place in places:
             if place not in marked:
                 marked.add(place)
