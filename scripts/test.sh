@@ -10,6 +10,8 @@
 # cores, each test module in one process so that its server and fixtures start once; 0 runs
 # in-process).
 # ONNXLENS_SKIP_OTHER_TORCH=1 leaves the other torches out (e.g. while working on one part).
+# ONNXLENS_TEST_REPORTS=DIR: each leg also writes its JUnit XML (every test's duration) to
+# DIR/pytest-torch<version>.xml, for whoever makes the run faster next.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,8 +77,16 @@ phase_done "sarif tools, ruff, mypy, import contracts"
 workers="${ONNXLENS_TEST_WORKERS:-$(( $(nproc --all) + 1 ))}"
 parallel=(-n "$workers" --dist loadscope --corpus --durations=20)
 
+junit=()  # the JUnit XML option of one leg, when ONNXLENS_TEST_REPORTS asks for it
+junit_for() {
+    junit=()
+    [ -n "${ONNXLENS_TEST_REPORTS:-}" ] && junit=("--junitxml=$ONNXLENS_TEST_REPORTS/pytest-torch$1.xml")
+    return 0
+}
+
+junit_for "$primary"
 set +e
-"$venv/bin/python" -m pytest "${parallel[@]}" "$@"
+"$venv/bin/python" -m pytest "${parallel[@]}" "${junit[@]}" "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
@@ -106,8 +116,9 @@ cat "$logs/others"
 for torch_version in "${others[@]}"; do
     [ "$other_status" -ne 0 ] && break
     echo "test: torch $torch_version: the tests that depend on torch"
+    junit_for "$torch_version"
     "$repo/.venv-torch$torch_version/bin/python" -m pytest "${parallel[@]}" \
-        -m every_torch "$@" || other_status=$?
+        -m every_torch "${junit[@]}" "$@" || other_status=$?
     phase_done "pytest -m every_torch, torch $torch_version (the extension's end-to-end beside it)"
 done
 

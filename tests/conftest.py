@@ -25,7 +25,10 @@ def user_docs_text() -> str:
 # The test modules whose outcome depends on the installed torch (its verdicts, its exports, its
 # state and capabilities): marked ``every_torch``, they run again on every other tested torch
 # (scripts/test.sh). A module that is mostly plumbing marks its few torch-dependent tests
-# itself (``@pytest.mark.every_torch``, e.g. tests/onnxlens/test_save_and_run.py). The rest
+# itself (``@pytest.mark.every_torch``, e.g. tests/onnxlens/test_save_and_run.py); a test of a
+# listed module marked ``primary_torch`` does not run again (a speed shortcut's comparison with
+# itself switched off, e.g. tests/corpus/test_corpus.py's warm imports: on every torch the
+# corpus judges the checks with every shortcut on against the plain exporter). The rest
 # (the CLI's formats and exit codes, discovery, settings, files, timeouts, the server's
 # scheduling and presentation, the documents' console examples, whose verdicts
 # tests/onnxlens/test_examples.py checks on every torch, and the emulation of a torch without
@@ -125,7 +128,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     without_corpus = pytest.mark.skip(reason="the differential corpus runs with --corpus "
                                       "(scripts/test.sh passes it)")
     for item in items:
-        if item.path.resolve().relative_to(REPO).as_posix() in EVERY_TORCH:
+        if item.path.resolve().relative_to(REPO).as_posix() in EVERY_TORCH \
+                and "primary_torch" not in item.keywords:
             item.add_marker(pytest.mark.every_torch)
         if "corpus" in item.keywords and not config.getoption("--corpus"):
             item.add_marker(without_corpus)

@@ -67,15 +67,6 @@ def test_system_hook_fails_on_a_failing_model_and_passes_a_clean_one(
     assert re.search(r"^onnxlens.*Passed$", done.stdout, re.M)
 
 
-def test_python_hook_installs_its_environment_and_fails_on_a_failing_model(
-        onnxlens_repository, pre_commit_env, tmp_path):
-    """The hook's own environment: onnxlens, the export extra and torch, from the manifest's
-    ``additional_dependencies``; the clean case is the README's configuration below."""
-    failing = user_project(tmp_path / "failing", FAILING_MODEL)
-    assert_failed_on_the_model(try_repo(pre_commit_env, failing, onnxlens_repository,
-                                        "onnxlens"))
-
-
 def docs_block(first_line: str) -> str:
     """The one fenced YAML block of the user documents (the README, docs/) that starts with
     ``first_line``."""
@@ -88,6 +79,10 @@ def docs_block(first_line: str) -> str:
 
 def test_the_readmes_configuration_passes_a_clean_model_and_fails_a_failing_one(
         onnxlens_repository, pre_commit_env, tmp_path):
+    """The README's configuration names the python hook: pre-commit installs the hook's own
+    environment (onnxlens, the export extra and torch, from the manifest's
+    ``additional_dependencies``) and runs it on a clean model, then on a failing one. (A
+    ``try-repo`` of the python hook installed that environment once more, for no other check.)"""
     repository, commit = onnxlens_repository
     config = yaml.safe_load(docs_block("# .pre-commit-config.yaml"))
     [entry] = config["repos"]

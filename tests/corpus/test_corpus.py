@@ -51,6 +51,7 @@ def test_agrees_with_the_plain_exporter(corpus_ci_part: Judged, target_id: str) 
     assert row.agreement == AGREE, _explain(row)
 
 
+@pytest.mark.primary_torch  # tests/conftest.py: the agreement above judges it on every torch
 def test_warm_imports_change_no_verdict(corpus_ci_part: Judged) -> None:
     """Speed never changes a verdict: the files whose checks import installed packages
     (transformers, torchvision), checked with the worker importing those packages ahead of

@@ -119,6 +119,7 @@ async def test_installed_packages_are_imported_ahead_and_reimported_when_they_ch
         await client.stop()
 
 
+@pytest.mark.primary_torch  # the switch is read by the worker, whatever the torch
 async def test_warm_imports_have_an_off_switch(workspace, monkeypatch):
     monkeypatch.setenv("ONNXLENS_SHORTCUTS_OFF", "warm-imports")
     client = WorkerClient(spare=False)
