@@ -11,7 +11,9 @@
 # in-process).
 # ONNXLENS_SKIP_OTHER_TORCH=1 leaves the other torches out (e.g. while working on one part).
 # ONNXLENS_TEST_REPORTS=DIR: each leg also writes its JUnit XML (every test's duration) to
-# DIR/pytest-torch<version>.xml, for whoever makes the run faster next.
+# DIR/pytest-torch<version>.xml and the CPU each test used to DIR/cpu-torch<version>/
+# (`python -m tests.cpu_usage DIR/cpu-torch<version>` sums it by module), for whoever makes
+# the run faster next.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -80,7 +82,11 @@ parallel=(-n "$workers" --dist loadscope --corpus --durations=20)
 junit=()  # the JUnit XML option of one leg, when ONNXLENS_TEST_REPORTS asks for it
 junit_for() {
     junit=()
-    [ -n "${ONNXLENS_TEST_REPORTS:-}" ] && junit=("--junitxml=$ONNXLENS_TEST_REPORTS/pytest-torch$1.xml")
+    if [ -n "${ONNXLENS_TEST_REPORTS:-}" ]; then
+        junit=("--junitxml=$ONNXLENS_TEST_REPORTS/pytest-torch$1.xml")
+        export ONNXLENS_TEST_CPU="$ONNXLENS_TEST_REPORTS/cpu-torch$1"  # tests/cpu_usage.py
+        mkdir -p "$ONNXLENS_TEST_CPU"
+    fi
     return 0
 }
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return _SAME_PROCESS.get(module, module)
 
     return ByModule(config, log)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With ``ONNXLENS_TEST_CPU`` set, the CPU each test used (tests/cpu_usage.py)."""
+    from tests import cpu_usage
+
+    directory = os.environ.get(cpu_usage.ENVIRONMENT_VARIABLE)
+    before = cpu_usage.cpu_seconds() if directory else 0.0
+    yield
+    if directory:
+        cpu_usage.record(directory, item.nodeid, cpu_usage.cpu_seconds() - before)
 
 
 # Sections of lines printed at the end of the run (e.g. the corpus's totals). Under pytest-xdist
