@@ -20,11 +20,11 @@ from tests.corpus.truth_process import SWITCH
 pytestmark = pytest.mark.corpus
 
 #: fixtures whose model writes to stdout and stderr (at the Python and the fd level) or fails
-#: before the export; examples that fail in translation and at another size; every twelfth
+#: before the export; examples that fail in translation and at another size; every eighteenth
 #: ExportDB example (each target costs a fresh interpreter's seconds: a sample, not the corpus)
 FIXTURES = ("stdio", "constructor_error", "import_error")
 EXAMPLES = ("custom_translation.py", "fixed_batch.py")
-EXPORTDB_EVERY = 12
+EXPORTDB_EVERY = 18
 
 
 def _sample(workspace: Path) -> list[CorpusFile]:
