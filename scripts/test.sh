@@ -79,8 +79,7 @@ phase_done "sarif tools, ruff, mypy, import contracts"
 workers="${ONNXLENS_TEST_WORKERS:-$(( $(nproc --all) + 1 ))}"
 parallel=(-n "$workers" --dist loadscope --corpus --durations=20)
 
-junit=()  # the JUnit XML option of one leg, when ONNXLENS_TEST_REPORTS asks for it
-junit_for() {
+junit_for() {  # junit: the JUnit XML option of one leg, when ONNXLENS_TEST_REPORTS asks for it
     junit=()
     if [ -n "${ONNXLENS_TEST_REPORTS:-}" ]; then
         junit=("--junitxml=$ONNXLENS_TEST_REPORTS/pytest-torch$1.xml")
