@@ -39,6 +39,7 @@ def user_docs_text() -> str:
 EVERY_TORCH = frozenset({
     "tests/corpus/test_corpus.py",
     "tests/corpus/test_truth_process.py",
+    "tests/corpus/test_variants.py",
     "tests/export_worker/test_worker.py",
     "tests/exporter/pipeline/test_fixture_diagnostics.py",
     "tests/exporter/pipeline/test_session.py",

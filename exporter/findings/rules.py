@@ -132,14 +132,14 @@ _RULES = [
          "example inputs. Later stages checked that assumed graph, which is wrong for "
          "inputs that take another path at the marked line.",
          "Fix the capture problem reported at the same line."),
-    Rule("ONNX107", "dynamic-range-narrowed", "capture", _E,
+    Rule("ONNX107", "dynamic-range-narrowed", "capture", _W,
          "The exported graph holds for only part of a declared dynamic range.",
          "torch.export found a guard that bounds a dimension declared dynamic (a branch on "
          "its size, an assertion) and torch.onnx.export accepted the narrower range without "
          "an error. The ONNX model keeps the dimension dynamic and checks nothing, so at "
-         "sizes outside that range it runs and can give wrong results. An error where the "
-         "dimension was named; a warning for `Dim.AUTO`, unless a run at a declared size "
-         "shows the model wrong.",
+         "sizes outside that range it runs and can give wrong results. A warning, which "
+         "becomes an error when a run at a declared size just outside the range shows the "
+         "ONNX model wrong (ONNX Runtime fails, or differs from PyTorch, where PyTorch runs).",
          "Export both paths with `torch.cond` where the code branches on the size, or "
          "declare the range the model is valid for (`Dim(\"seq\", min=10)`)."),
     Rule("ONNX201", "no-onnx-translation", "translate", _E,

@@ -37,6 +37,9 @@ class DeclaredDim:
     # True where the user named the dimension (``Dim("seq")``, ``"seq"``, ``Dim.DYNAMIC``);
     # False for ``Dim.AUTO``, where the user let torch decide.
     named: bool
+    # whether the declared range holds 1 (a string, a hint, a Dim with min 0 or 1): the usual
+    # deployment batch, which the dynamic stage runs although torch.export treats it apart
+    takes_one: bool = True
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class ValidRange:
 
     low: float
     high: float
+    symbol: str = ""  # torch's symbol for the axis's size (``s77``), when it is one symbol
 
     def holds(self, size: int) -> bool:
         return self.low <= size <= self.high
@@ -56,7 +60,21 @@ class Narrowed:
 
     dim: DeclaredDim
     valid: ValidRange
-    diagnostic: Diagnostic  # the ONNX107 reported for it (the dynamic stage may confirm it)
+    # the ONNX107 reported for it, a warning that says no run confirmed it; the dynamic stage
+    # replaces its last sentence by what the runs outside the valid range showed
+    diagnostic: Diagnostic
+    stated: str  # the message without that last sentence
+
+
+def outside_sizes(dim: DeclaredDim, valid: ValidRange) -> list[int]:
+    """The sizes just outside the range the graph holds for, within the declared range:
+    where a narrowing shows (the guard that excludes them, the runs that confirm it)."""
+    sizes = []
+    if valid.low > dim.low:
+        sizes.append(int(valid.low) - 1)
+    if valid.high < dim.high and not math.isinf(valid.high):
+        sizes.append(int(valid.high) + 1)
+    return sizes
 
 
 # flat tensor index (ort_runner.flat_inputs, tensors only) -> {axis: the declared dimension}
@@ -112,7 +130,8 @@ def _declared(dim: Any, axis: int) -> DeclaredDim:
                            named=torch_compat.dim_hint_name(dim) != "AUTO")
     low, high = _number(getattr(dim, "min", None), 0), _number(getattr(dim, "max", None), math.inf)
     return DeclaredDim(str(getattr(dim, "__name__", None) or f"dim{axis}"),
-                       max(int(low), SMALLEST_CHECKED_SIZE), high, named=True)
+                       max(int(low), SMALLEST_CHECKED_SIZE), high, named=True,
+                       takes_one=low <= 1 <= high)
 
 
 def _number(value: Any, default: float) -> float:
@@ -159,7 +178,7 @@ def _axis_range(size: Any, constraints: dict[Any, Any]) -> Any:
     bounds = constraints.get(expression)
     if bounds is None:
         return ValidRange(0, math.inf)  # an expression of several symbols: not judged here
-    return ValidRange(_number(bounds.lower, 0), _number(bounds.upper, math.inf))
+    return ValidRange(_number(bounds.lower, 0), _number(bounds.upper, math.inf), str(expression))
 
 
 def describe_range(low: float, high: float) -> str:

@@ -62,6 +62,13 @@ def pretty_source(source: str) -> str:
     return text.replace(".size()", ".shape")
 
 
+def guards_a_dimension(data: dict[str, Any]) -> bool:
+    """Whether a guard a draft export added names an input's size. A guard on unbacked values
+    only (``Ne(u0, 1)``, from a data-dependent branch) fixes no dimension: its cause is the
+    data-dependent expression (ONNX101), not a specialization (ONNX102)."""
+    return bool(data.get("symbol_to_sources"))
+
+
 def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
                  prefix: str = "") -> Diagnostic:
     """ONNX102 at the line where a declared dynamic dimension got specialized."""

@@ -9,8 +9,9 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import merge_duplicates, sort_key
@@ -19,8 +20,8 @@ from exporter.pipeline.context import CheckContext
 from exporter.pipeline.fix_candidates import fix_candidates
 from exporter.pipeline.stages import capture, dynamic, load, numerics, runtime, translate, validate
 from exporter.pipeline.stages.base import StageFailed, StageSkipped
-from exporter.source.traces import exception_frames
-from exporter.toolchain import speedups
+from exporter.source.traces import exception_frames, is_user_frame
+from exporter.toolchain import speedups, torch_compat
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,8 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
     state, reason = StageState.PASSED, ""
     try:
         with _quiet(), (speedups.tracing(capturing=stage.name == "capture")
-                        if stage.traces else nullcontext()):
+                        if stage.traces else nullcontext()), \
+                (_user_frames_kept(ctx) if stage.traces else nullcontext()):
             stage.run(ctx)
     except StageFailed:
         state = StageState.FAILED
@@ -143,6 +145,15 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
     if state == StageState.PASSED and any(d.severity == "error" for d in new):
         state = StageState.FAILED
     return StageStatus(stage.name, state, time.perf_counter() - started, reason)
+
+
+def _user_frames_kept(ctx: CheckContext) -> AbstractContextManager[None]:
+    """Every capture of a tracing stage records each frame of the workspace's code in its
+    nodes' stack traces, not only the ``forward``s torch keeps: a problem in a helper (under
+    any decorators) is located at its own line, the callers as the chain (docs/checks.md)."""
+    workspace = ctx.workspace
+    return torch_compat.keeping_user_frames(
+        lambda filename: is_user_frame(Path(filename), workspace))
 
 
 class _quiet:

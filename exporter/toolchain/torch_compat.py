@@ -20,8 +20,8 @@ from __future__ import annotations
 import copy
 import inspect
 import os
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,17 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     Capability("dynamic-axis-names", "torch.onnx's renaming of dynamic ONNX dims to the "
                "names given in `dynamic_shapes`",
                "dynamic ONNX dims keep torch's symbol names (s0, s1, ...)"),
+    Capability("shape-guards", "the capture's shape environments: each guard on a size and "
+               "the user line that added it (`ShapeEnv.guards`)",
+               "a narrowed range (ONNX107) is located by a second, draft capture, or at the "
+               "pragma"),
+    Capability("user-frames", "torch.fx's stack-trace anchors "
+               "(`torch.fx.proxy._STACK_TRACE_ANCHORS`: a non-strict capture's node stack "
+               "traces keep every frame of the workspace's code, not only `forward`s) and its "
+               "line map of generated code (`GraphModule._lineno_map`)",
+               "a problem inside a helper function or method (one not named `forward`), or in "
+               "a `no_grad`, `inference_mode` or `autocast` region, is located at a `forward` "
+               "line that calls it"),
 )}
 
 
@@ -166,6 +177,48 @@ def _probe_dynamic_axis_names() -> None:
             "ONNXProgram._rename_dynamic_axes changed")
 
 
+def _probe_shape_guards() -> None:
+    from torch._guards import TracingContext
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    _expect(_parameters(ShapeEnv._log_guard) == ["self", "prefix", "g", "forcing_spec"],
+            "ShapeEnv._log_guard changed")
+    _expect(callable(TracingContext.extract_stack), "TracingContext.extract_stack is missing")
+    env = ShapeEnv()
+    _expect(isinstance(env.var_to_sources, dict), "ShapeEnv.var_to_sources changed")
+
+
+def _probe_user_frames() -> None:
+    import traceback
+
+    from torch.fx import proxy
+
+    _expect(isinstance(getattr(proxy, "_STACK_TRACE_ANCHORS", None), set),
+            "torch.fx.proxy._STACK_TRACE_ANCHORS is missing")
+    tracer = proxy.TracerBase()
+    tracer._record_forward_stack_traces_only = True
+    stack = traceback.StackSummary.from_list([("/onnxlens-probe/model.py", 2, "helper", "x")])
+    with _anchoring(lambda filename: filename == "/onnxlens-probe/model.py"):
+        kept = tracer._filter_traceback_frames(stack)
+    _expect([frame.name for frame in kept] == ["helper"],
+            "TracerBase._filter_traceback_frames no longer keeps the anchors' frames")
+    graph = torch.fx.Graph()
+    called = graph.call_function(_calling_frame, (graph.placeholder("x"),))
+    graph.output(called)
+    module = torch.fx.GraphModule(torch.nn.Module(), graph)
+    filename, line = module(None)
+    _expect(_generated_file(module) == filename and _generated_node(module, line) is called,
+            "GraphModule._lineno_map no longer maps a line of the generated code to its node")
+
+
+def _calling_frame(_: Any) -> tuple[str, int]:
+    """The file and line of the caller: the behavioural probe's generated code."""
+    import sys
+
+    caller = sys._getframe(1)
+    return caller.f_code.co_filename, caller.f_lineno
+
+
 _STATIC_PROBES: dict[str, Callable[[], None]] = {
     "capture-strategies": _probe_capture_strategies,
     "string-dims": _probe_string_dims,
@@ -174,6 +227,8 @@ _STATIC_PROBES: dict[str, Callable[[], None]] = {
     "pytree": _probe_pytree,
     "operator-schema": _probe_operator_schema,
     "dynamic-axis-names": _probe_dynamic_axis_names,
+    "shape-guards": _probe_shape_guards,
+    "user-frames": _probe_user_frames,
 }
 
 
@@ -251,6 +306,80 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict[str, Any],
             break
         attempts.append(CaptureAttempt(name, None, result.exception))
     return attempts
+
+
+@dataclass(frozen=True)
+class ShapeGuard:
+    """A bound a capture put on sizes (``s77 > 6``), with the symbols' sources and example
+    values, and the stack of the code that added it (outermost first, torch's frames left
+    out)."""
+
+    expression: Any  # a sympy relation over the sizes' symbols
+    sources: dict[str, str]  # symbol name -> torch's source: ``L['x'].size()[0]``
+    hints: dict[str, int]  # symbol name -> its size in the example inputs
+    stack: tuple[tuple[str, int, str], ...]  # (path, line, function)
+
+
+@contextmanager
+def recording_shape_guards() -> Iterator[list[ShapeGuard]]:
+    """While the block runs, every bound torch's shape environments put on a size is
+    recorded with the stack that added it; the list yielded is filled when the block ends.
+    torch.onnx's capture defers guards to runtime asserts and re-exports with the suggested
+    ranges after a constraint violation, so the program it keeps no longer names the line
+    that narrowed a range; the moment the guard is added does."""
+    found: list[ShapeGuard] = []
+    if not available("shape-guards"):
+        yield found
+        return
+    import sympy
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    added: list[tuple[Any, Any, tuple[tuple[str, int, str], ...]]] = []
+    original = ShapeEnv._log_guard
+
+    def recording(self: Any, prefix: str, g: Any, forcing_spec: bool) -> None:
+        if isinstance(g, sympy.core.relational.Relational) \
+                and not isinstance(g, (sympy.Eq, sympy.Ne)):
+            added.append((self, g, _adding_stack()))
+        original(self, prefix, g, forcing_spec)
+
+    ShapeEnv._log_guard = recording
+    try:
+        yield found
+    finally:
+        ShapeEnv._log_guard = original
+        found.extend(ShapeGuard(g, *_symbols_of(environment), stack)
+                     for environment, g, stack in added)
+
+
+def _symbols_of(environment: Any) -> tuple[dict[str, str], dict[str, int]]:
+    sources = {str(symbol): _source_name(items[0])
+               for symbol, items in environment.var_to_sources.items() if items}
+    values = getattr(environment, "backed_var_to_val", None) or environment.var_to_val
+    hints = {str(symbol): int(value) for symbol, value in values.items()
+             if getattr(value, "is_integer", False)}
+    return sources, hints
+
+
+def _source_name(source: Any) -> str:
+    name = source.name  # a property in recent torch, a method before
+    return str(name() if callable(name) else name)
+
+
+_TORCH_DIRECTORY = os.path.dirname(torch.__file__) + os.sep
+
+
+def _adding_stack() -> tuple[tuple[str, int, str], ...]:
+    """The user's stack where a guard is added: the frames dynamo traces (strict capture),
+    else the Python stack (non-strict capture runs the user's code), torch's frames left out."""
+    import traceback
+
+    from torch._guards import TracingContext
+
+    frames = list(TracingContext.extract_stack() or ()) or list(
+        traceback.StackSummary.extract(traceback.walk_stack(None), lookup_lines=False))[::-1]
+    return tuple((frame.filename, int(frame.lineno or 0), frame.name) for frame in frames
+                 if not frame.filename.startswith(_TORCH_DIRECTORY))
 
 
 def _public_capture(model: torch.nn.Module, args: tuple, kwargs: dict[str, Any],
@@ -369,6 +498,92 @@ def _draft_report_files(report: Any) -> dict[int, str]:
     except ImportError:
         pass
     return files
+
+
+# -- the user's frames in node stack traces -----------------------------------------------------
+
+@contextmanager
+def keeping_user_frames(is_user: Callable[[str], bool]) -> Iterator[None]:
+    """While the block runs, the stack traces a non-strict capture records on its nodes
+    (``node.meta["stack_trace"]``) keep every frame whose file ``is_user`` accepts, besides
+    torch's own choice. torch.export's tracer (make_fx, ``_record_forward_stack_traces_only``)
+    keeps only the frames of functions named ``forward`` (and registered anchors): a helper
+    method or function the failing line sits in, decorated or not, was missing from the trace,
+    and the problem landed on the ``forward`` line calling it. The frames on the stack when
+    the block starts (a script of the workspace that runs a check) are not the model's and
+    stay out."""
+    if not available("user-frames"):
+        yield
+        return
+    import sys
+
+    outer: set[tuple[str, str]] = set()
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        outer.add((frame.f_code.co_filename, frame.f_code.co_name))
+        frame = frame.f_back
+    with _anchoring(is_user, exclude=outer):
+        yield
+
+
+@contextmanager
+def _anchoring(is_user: Callable[[str], bool],
+               exclude: set[tuple[str, str]] | None = None) -> Iterator[None]:
+    """torch.fx.proxy's anchor set replaced by one that also holds every (file, function)
+    of a file ``is_user`` accepts (decided once per file); anchors torch registers meanwhile
+    (``annotate_fn``) are kept when the original set is put back."""
+    from torch.fx import proxy
+
+    original: set[tuple[str, str]] = proxy._STACK_TRACE_ANCHORS
+    decided: dict[str, bool] = {}
+    excluded = exclude or set()
+
+    class UserAnchors(set[tuple[str, str]]):
+        def __contains__(self, key: object) -> bool:
+            if super().__contains__(key):
+                return True
+            if not isinstance(key, tuple) or len(key) != 2 or key in excluded:
+                return False
+            filename = str(key[0])
+            if filename not in decided:
+                decided[filename] = bool(is_user(filename))
+            return decided[filename]
+
+    anchors = UserAnchors(original)
+    proxy._STACK_TRACE_ANCHORS = anchors
+    try:
+        yield
+    finally:
+        proxy._STACK_TRACE_ANCHORS = original
+        original.update(anchors)
+
+
+def generated_code_file(module: torch.fx.GraphModule) -> str | None:
+    """The file name torch.fx compiled ``module``'s code under (``<eval_with_key>.N``): what
+    a frame of a trace that ran the module names."""
+    return _generated_file(module) if available("user-frames") else None
+
+
+def generated_code_node(module: torch.fx.GraphModule, line: int) -> torch.fx.Node | None:
+    """The node of ``module`` whose generated code is at ``line`` of its file, as torch
+    answers it for dynamo's retracing (``GraphModule._lineno_map``, counted from the first
+    line of ``forward``); None when torch does not say."""
+    return _generated_node(module, line) if available("user-frames") else None
+
+
+def _generated_file(module: torch.fx.GraphModule) -> str | None:
+    code = getattr(getattr(type(module), "forward", None), "__code__", None)
+    return code.co_filename if code is not None else None
+
+
+def _generated_node(module: torch.fx.GraphModule, line: int) -> torch.fx.Node | None:
+    lines = getattr(module, "_lineno_map", None)
+    code = getattr(getattr(type(module), "forward", None), "__code__", None)
+    if not isinstance(lines, dict) or code is None:
+        return None
+    index = lines.get(line - code.co_firstlineno)
+    nodes = list(module.graph.nodes)
+    return nodes[index] if isinstance(index, int) and 0 <= index < len(nodes) else None
 
 
 # -- walking nested values --------------------------------------------------------------------

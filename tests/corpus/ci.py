@@ -1,5 +1,6 @@
 """The corpus's CI subset, chosen by rule: every ExportDB example, every fixture, example and
-export script of this project (and those modelled on public ones), a handful of transformers
+export script of this project (and those modelled on public ones), every third generated
+variant (tests/corpus/variants.py; the full corpus runs them all), a handful of transformers
 architectures (a tied-embedding causal LM, an encoder, an encoder–decoder, a windowed vision
 model, a decoder with dynamic batch and sequence) and, where torchvision imports (the torch
 2.14.1 leg), two classification models and a detection model.
@@ -26,6 +27,7 @@ from tests.corpus.corpus import (
     materialize_exportdb,
     materialize_torchvision,
     materialize_transformers,
+    materialize_variants,
     project_files,
     torchvision_models,
 )
@@ -36,6 +38,13 @@ from tests.corpus.harness import lens_verdicts as _lens_verdicts
 CI_TORCHVISION = ("resnet18", "mobilenet_v3_small", "fasterrcnn_mobilenet_v3_large_320_fpn")
 CI_TRANSFORMERS = ("hf.gpt2", "hf.llama.tied", "hf.bert", "hf.t5", "hf.swin", "hf.llama.dynamic")
 CI_MODEL_TYPES = ("gpt2", "llama", "bert", "t5", "swin")
+
+
+def ci_variants() -> list[str]:
+    """Every third generated variant: each mechanism's forms, in a third of the time."""
+    from tests.corpus.variants import all_variants
+
+    return [variant.name for variant in all_variants()[::3]]
 
 
 #: the subset in parts, each judged on its own in one pytest-xdist process (tests/conftest.py):
@@ -66,6 +75,7 @@ def ci_ids(part: str | None = None) -> list[str]:
             ids += [row_id(source, corpus_file.label, t) for t in corpus_file.targets]
             ids += [row_id(source, corpus_file.label, f"(pragma, line {p.line})")
                     for p in corpus_file.annotation_problems]
+    ids += [row_id("variants", name.replace(".", "_") + ".py", name) for name in ci_variants()]
     ids += [f"transformers:{name.replace('.', '_').replace('-', '_')}.py::{name}"
             for name in CI_TRANSFORMERS]
     if torchvision_models() is not None:
@@ -86,6 +96,7 @@ def ci_corpus(workspace: Path, part: str | None = None) -> Corpus:
     if part in (None, "project"):
         for source in ("fixtures", "examples", "export_scripts"):
             corpus.extend(project_files(source))
+        corpus.extend(materialize_variants(workspace, ci_variants()))
     if part in (None, "models"):
         corpus.extend(materialize_transformers(workspace, types=list(CI_MODEL_TYPES),
                                                names=set(CI_TRANSFORMERS)))

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from tests.corpus.common import REPO
 
-SOURCES = ("exportdb", "transformers", "torchvision", "fixtures", "examples", "export_scripts")
+SOURCES = ("exportdb", "transformers", "torchvision", "fixtures", "examples", "export_scripts",
+           "variants")
 FIXTURES = REPO / "tests" / "exporter" / "fixtures"
 EXAMPLES = REPO / "examples"
 EXPORT_SCRIPTS = (REPO / "tests" / "corpus" / "export_scripts",
@@ -232,6 +233,20 @@ def materialize_torchvision(workspace: Path, names: Iterable[str] | None = None)
     return corpus
 
 
+# -- generated variants (tests/corpus/variants.py) -------------------------------------------
+
+def materialize_variants(workspace: Path, names: Iterable[str] | None = None) -> Corpus:
+    """Every generated variant (only ``names`` when given), a file each."""
+    from tests.corpus.variants import all_variants, write_variants
+
+    root = workspace / "variants"
+    chosen = [v for v in all_variants() if names is None or v.name in set(names)]
+    corpus = Corpus(workspace)
+    for variant, path in zip(chosen, write_variants(root, chosen)):
+        corpus.files.append(CorpusFile("variants", path, root, [variant.name]))
+    return corpus
+
+
 # -- the project's own files -----------------------------------------------------------------
 
 def project_files(source: str) -> Corpus:
@@ -266,6 +281,8 @@ def materialize(workspace: Path, sources: Iterable[str] = SOURCES, jobs: int = 2
             corpus.extend(materialize_transformers(workspace, jobs, log=log))
         elif source == "torchvision":
             corpus.extend(materialize_torchvision(workspace))
+        elif source == "variants":
+            corpus.extend(materialize_variants(workspace))
         else:
             corpus.extend(project_files(source))
     return corpus

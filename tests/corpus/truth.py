@@ -15,10 +15,14 @@ every declared range (never below 2: torch.export treats sizes 0 and 1 apart) an
 size, the example inputs tiled (or cut) along every declared axis so that their values stay
 valid (ids in range, masks keep their pattern); a size at which eager PyTorch itself fails is
 not the exporter's problem and is skipped. A named dimension (a ``Dim``, a string,
-``Dim.DYNAMIC``; not ``Dim.AUTO``) for which the plain exporter's own program
-(``range_constraints``) holds over a narrower range than declared, or fixed to one size, fails
-too: torch.onnx.export narrowed it silently, from torch.export's suggested fixes, and the model
-it wrote does not check it.
+``Dim.DYNAMIC``; not ``Dim.AUTO``) that the plain exporter's own program fixed to one size fails.
+Where its program (``range_constraints``) holds for a narrower range than declared
+(torch.onnx.export narrows it silently, from torch.export's suggested fixes, and its model does
+not check it), both runtimes run again at the sizes just outside that range, within the
+declared one: ONNX Runtime failing or differing from PyTorch there fails; PyTorch itself
+failing there is the model's own bound, not the exporter's problem. Every declared axis whose
+declared range holds 1 (a string, ``Dim.AUTO``, ``Dim.DYNAMIC``, a ``Dim`` with ``min`` 0 or 1)
+runs at 1 too, the usual deployment batch, judged the same way.
 
 :func:`run_truth` runs that in a subprocess (the module's ``main``) with a timeout and caches
 the result under ``~/.cache/onnxlens/truth/``.
@@ -130,6 +134,7 @@ class TruthResult:
     example: SizeRun | None = None
     lower_bound: SizeRun | None = None
     other_size: SizeRun | None = None
+    size_one: SizeRun | None = None
     export_seconds: float = 0.0
     ort_seconds: float = 0.0
     eager_seconds: float = 0.0
@@ -242,42 +247,65 @@ class _NotReached(Exception):
 
 
 class _CallReached(BaseException):
-    def __init__(self, arguments: dict[str, Any]) -> None:
-        super().__init__()
-        self.arguments = arguments
+    """Unwinds the function from the target's call (recorded before: what swallows this, a
+    bare ``except`` or a thread's end, changes nothing)."""
+
+
+def _function_codes(function: Any) -> set[Any]:
+    """The code of ``function`` and of every lambda, local function and comprehension in it."""
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    found: set[Any] = set()
+    pending = [code] if code is not None else []
+    while pending:
+        current = pending.pop()
+        if current not in found:
+            found.add(current)
+            pending += [c for c in current.co_consts if inspect.iscode(c)]
+    return found
 
 
 def _caught_export_call(path: Path, root: Path, target: Any) -> dict[str, Any]:
-    """Import the file and run the target's function with torch.onnx.export replaced, until
-    the call made from the target's line: its arguments, bound as torch.onnx.export binds
-    them. Other calls export nothing (written here, apart from onnxlens's interception)."""
-    import inspect
-
+    """Import the file and run the target's function as a user runs it, until the call made
+    from the target's line (in the function, code nested in it, or a thread it starts): its
+    arguments, bound as torch.onnx.export binds them. The other calls export as they do
+    without the check (their files land in the run's working directory, see ``evaluate``)."""
     import torch
 
     original = torch.onnx.export
     signature = inspect.signature(original)
+    codes: set[Any] = set()
+    reached: list[dict[str, Any]] = []
 
-    def replacement(*args: Any, **kwargs: Any) -> None:
+    def replacement(*args: Any, **kwargs: Any) -> Any:
         frame = sys._getframe(1)
-        while frame is not None and (frame.f_code.co_filename, frame.f_code.co_name) != (
-                str(path), target.symbol):
+        while frame is not None and not (frame.f_code in codes or (
+                frame.f_code.co_filename, frame.f_code.co_name) == (str(path), target.symbol)):
             frame = frame.f_back  # type: ignore[assignment]
-        if frame is not None and frame.f_lineno == target.export_call_line:
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            raise _CallReached(dict(bound.arguments))
+        if reached or (codes and frame is not None
+                       and frame.f_lineno == target.export_call_line):
+            if not reached:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                reached.append(dict(bound.arguments))
+            raise _CallReached
+        return original(*args, **kwargs)
 
     torch.onnx.export = replacement
     try:
         with _phase("import"):
             module = _import(path, root, target)
         with _phase("build"):
-            getattr(module, target.symbol)()
-    except _CallReached as reached:
-        return reached.arguments
+            function = getattr(module, target.symbol)
+            codes.update(_function_codes(function))
+            try:
+                function()
+            except (_CallReached, Exception, SystemExit):
+                if not reached:
+                    raise
     finally:
         torch.onnx.export = original
+    if reached:
+        return reached[0]
     raise _NotReached(f"the call at line {target.export_call_line} was not reached")
 
 
@@ -578,9 +606,20 @@ def _export_kwargs(built: Built) -> dict[str, Any]:
 
 
 def evaluate(path: Path, root: Path, target: Any) -> TruthResult:
+    """The truth, run as from an empty working directory of its own, so that the files a
+    script writes (its other exports) land there, where it reads them back, and not in the
+    corpus's files."""
+    import tempfile
+
     result = TruthResult(str(path), target.name, "ok", versions=versions())
+    cwd = os.getcwd()
     try:
-        _evaluate(path, root, target, result)
+        with tempfile.TemporaryDirectory(prefix="onnxlens-truth-") as scratch:
+            os.chdir(scratch)
+            try:
+                _evaluate(path, root, target, result)
+            finally:
+                os.chdir(cwd)
     except _NotReached as not_reached:
         result.status, result.note = "skipped", str(not_reached)
     except PhaseFailed as failed:
@@ -639,7 +678,7 @@ def _evaluate(path: Path, root: Path, target: Any, result: TruthResult) -> None:
     if result.example.problem:
         raise PhaseFailed("mismatch", message=result.example.problem)
     _other_size(built, reference, session, result)
-    _narrowed_ranges(built, program)
+    _narrowed_ranges(built, program, reference, session)
 
 
 _PROTOBUF_LIMIT = 2**31 - 1
@@ -696,15 +735,42 @@ def _other_size(built: Built, reference: Any, session: Any, result: TruthResult)
         _compare(eager, outputs, built.options, run)
         if run.problem:
             raise PhaseFailed("dynamic", message=f"at {sizes} ({why}): {run.problem}")
+    _size_one(built, reference, session, declared, result)
     if result.lower_bound is None and result.other_size is None:
         result.note = ("dynamic dims not checked: eager PyTorch fails at every other size "
                        "tried (" + "; ".join(eager_failures)[:500] + ")") if eager_failures \
             else "dynamic dims not checked: no other size within the declared ranges"
 
 
-def _narrowed_ranges(built: Built, program: Any) -> None:
-    """A named dimension whose range in the plain exporter's own program is narrower than
-    declared fails (see the module's docstring)."""
+def _size_one(built: Built, reference: Any, session: Any,
+              declared: dict[int, list[DeclaredAxis]], result: TruthResult) -> None:
+    """Every declared axis whose declared range holds 1 (the usual deployment batch) at 1: a
+    size torch.export treats apart (0/1 specialization), which the user declared all the
+    same. ONNX Runtime failing or differing from PyTorch there fails; PyTorch itself failing
+    there is the model's own domain."""
+    import torch
+
+    resized = _resized(built.args, built.kwargs, declared,
+                       lambda n, axis: 1 if axis.low <= 1 <= axis.high else n)
+    if resized is None:
+        return
+    args, kwargs, sizes = resized
+    try:
+        with torch.no_grad():
+            eager = copy.deepcopy(reference)(*_fresh(args), **_fresh(kwargs))
+    except Exception:
+        return
+    run = result.size_one = SizeRun(sizes, "size 1")
+    with _phase("dynamic"):
+        outputs = session.run(None, _feeds(session, _fresh(args), _fresh(kwargs)))
+    _compare(eager, outputs, built.options, run)
+    if run.problem:
+        raise PhaseFailed("dynamic", message=f"at {sizes} (size 1): {run.problem}")
+
+
+def _narrowed_ranges(built: Built, program: Any, reference: Any, session: Any) -> None:
+    """A named dimension fixed to one size fails; a range narrower than declared is run just
+    outside it (see the module's docstring)."""
     from torch.utils import _pytree
 
     with _phase("dynamic"):
@@ -721,29 +787,68 @@ def _narrowed_ranges(built: Built, program: Any) -> None:
         if len(leaves) != len(placeholders):
             return
         constraints = exported.range_constraints
+    outside: dict[str, tuple[str, set[int]]] = {}  # symbol -> (an axis label, sizes to run)
+    symbol_of: dict[tuple[int, int], str] = {}  # (id(leaf), axis) -> symbol
     for leaf, node in zip(leaves, placeholders):
         for axis in declared.get(id(leaf), []):
             shape = getattr(node.meta.get("val"), "shape", None)
-            if not axis.named or shape is None or axis.axis >= len(shape):
+            if shape is None or axis.axis >= len(shape):
                 continue
             if isinstance(shape[axis.axis], int):
+                if not axis.named:
+                    continue
                 # Fixed to one size: the ONNX model is static there (plain torch.export would
                 # have raised "Constraints violated"), even where eager fails at every other size.
                 raise PhaseFailed("dynamic", message=(
                     f"{axis.label}: declared dynamic, but torch.onnx.export's program fixed it "
                     f"to {shape[axis.axis]}"))
-            bounds = constraints.get(getattr(getattr(shape[axis.axis], "node", None), "expr",
-                                             None))
+            expression = getattr(getattr(shape[axis.axis], "node", None), "expr", None)
+            bounds = constraints.get(expression)
             if bounds is None:
                 continue  # an expression: the runs at other sizes judge
+            symbol_of[(id(leaf), axis.axis)] = str(expression)
             low, high = _number(bounds.lower), _number(bounds.upper)
             declared_low = max(axis.low, SMALLEST_JUDGED_SIZE)
             declared_high = float("inf") if axis.high >= 1 << 62 else axis.high
-            if low > declared_low or high < declared_high:
-                raise PhaseFailed("dynamic", message=(
-                    f"{axis.label}: declared [{declared_low}, {declared_high:g}], but "
-                    f"torch.onnx.export's program holds for [{low:g}, {high:g}] only "
-                    "(range_constraints)"))
+            sizes = {int(size) for size, inside in ((low - 1, low > declared_low),
+                                                    (high + 1, high < declared_high))
+                     if inside and size != float("inf")}
+            if sizes:
+                label, known = outside.setdefault(str(expression), (axis.label, set()))
+                known.update(sizes)
+    for symbol, (label, sizes) in outside.items():
+        for size in sorted(sizes):
+            _run_outside(built, reference, session, declared, symbol_of, symbol, size, label)
+
+
+def _run_outside(built: Built, reference: Any, session: Any,
+                 declared: dict[int, list[DeclaredAxis]], symbol_of: dict[tuple[int, int], str],
+                 symbol: str, size: int, label: str) -> None:
+    """Both runtimes with every axis of ``symbol`` at ``size`` (the others as in the example);
+    ONNX Runtime failing or differing from PyTorch fails the dynamic phase."""
+    import torch
+    from torch.utils import _pytree
+
+    def resize(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            for axis in declared.get(id(value), []):
+                if symbol_of.get((id(value), axis.axis)) == symbol:
+                    value = _tile(value, axis.axis, size)
+        return value
+
+    args, kwargs = _pytree.tree_map(resize, (built.args, built.kwargs))
+    try:
+        with torch.no_grad():
+            eager = copy.deepcopy(reference)(*_fresh(tuple(args)), **_fresh(dict(kwargs)))
+    except Exception:
+        return  # the model's own bound: not the exporter's problem
+    run = SizeRun({label: size}, "outside the narrowed range")
+    with _phase("dynamic"):
+        outputs = session.run(None, _feeds(session, _fresh(tuple(args)), _fresh(dict(kwargs))))
+    _compare(eager, outputs, built.options, run)
+    if run.problem:
+        raise PhaseFailed("dynamic", message=f"at {label}={size} (outside the range "
+                          f"torch.onnx.export narrowed the dimension to): {run.problem}")
 
 
 def _number(bound: Any) -> float:

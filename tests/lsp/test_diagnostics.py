@@ -78,7 +78,8 @@ async def test_links_and_related_information_follow_capabilities(client: Languag
         if publish.related_information:
             related = [(r.location.uri, r.location.range.start.line + 1, r.message)
                        for r in diagnostic.related_information]
-            assert related == [(uri, 10, "called from `forward`"),
+            assert related == [(helper, 10, "called from `smooth`"),
+                               (uri, 10, "called from `forward`"),
                                (uri, 7, "while checking the export target `UsesHelper`")]
         else:
             assert diagnostic.related_information is None

@@ -49,10 +49,13 @@ def test_json_output_shape(in_fixtures, capsys):
                                    "end": {"line": 6, "column": 35}}
     assert diagnostic["target"] == "UsesHelper"
     assert diagnostic["stage"] == "translate"
-    assert diagnostic["related"][0] == {
-        "path": "helper_module/model.py",
-        "range": {"start": {"line": 10, "column": 16}, "end": {"line": 10, "column": 25}},
-        "message": "called from `forward`"}
+    assert diagnostic["related"][:2] == [
+        {"path": "helper_module/layers/special.py",
+         "range": {"start": {"line": 10, "column": 12}, "end": {"line": 10, "column": 23}},
+         "message": "called from `smooth`"},
+        {"path": "helper_module/model.py",
+         "range": {"start": {"line": 10, "column": 16}, "end": {"line": 10, "column": 25}},
+         "message": "called from `forward`"}]
     assert diagnostic["hint"]
     stages = report["targets"][0]["stages"]
     assert [s["name"] for s in stages] == ["load", "capture", "translate", "validate",

@@ -15,7 +15,7 @@ import torch
 from exporter.findings.diagnostics import Diagnostic, Location, Related
 from exporter.pipeline.context import Captured, CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
-from exporter.pipeline.locating import report_guard, stack_frames
+from exporter.pipeline.locating import guards_a_dimension, report_guard, stack_frames
 from exporter.pipeline.stages import soundness
 from exporter.pipeline.stages.base import StageFailed
 from exporter.source.text import node_range, parse_python
@@ -36,11 +36,12 @@ _EXCEPTION_RULES: list[tuple[str, re.Pattern[str]]] = [
 def run(ctx: CheckContext) -> None:
     loaded = ctx.need_loaded()
     dynamic_shapes = torch_compat.dynamic_shapes_for_export(loaded.dynamic_shapes)
-    attempts = torch_compat.capture(loaded.model, *fresh_copy(loaded.args, loaded.kwargs),
-                                    dynamic_shapes)
+    with torch_compat.recording_shape_guards() as guards:
+        attempts = torch_compat.capture(loaded.model, *fresh_copy(loaded.args, loaded.kwargs),
+                                        dynamic_shapes)
     captured = next((a for a in attempts if a.program is not None), None)
     if captured is not None and captured.program is not None:
-        narrowed = soundness.report_narrowed(ctx, captured.program)
+        narrowed = soundness.report_narrowed(ctx, captured.program, guards)
         ctx.captured = Captured(captured.program, captured.strategy, narrowed)
         ctx.summary["capture_strategy"] = captured.strategy
         return
@@ -110,7 +111,8 @@ def _report_draft_failures(ctx: CheckContext, draft: Any,
                 where,
             ))
         elif kind == "GUARD_ADDED":
-            found.append(report_guard(ctx, data, files))
+            if guards_a_dimension(data):
+                found.append(report_guard(ctx, data, files))
         elif kind in ("MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL"):
             op = str(data.get("op") or "")
             where = where or _op_call_site(ctx, draft, op)

@@ -3,6 +3,7 @@ reported (not only the first), each at every source line that uses it."""
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Any
 
@@ -89,19 +90,84 @@ def run(ctx: CheckContext) -> None:
 def restore_user_stacks(decomposed: Any, captured: Any) -> None:
     """Give each decomposed node whose stack trace is generated code the user's trace of the
     captured node it came from. torch.onnx's decomposition re-traces the graph: a region under
-    ``torch.no_grad()`` (a decorator on ``forward``, say) is a higher-order-operator subgraph in
-    the captured program, and its inlined nodes get an ``<eval_with_key>`` frame as their only
-    stack. What ONNX Runtime and the later stages report is then located through these traces
-    (the ONNX nodes' ``pkg.torch.onnx.stack_trace`` metadata is written from them)."""
+    ``torch.no_grad()``, ``torch.inference_mode()`` or ``torch.autocast()`` (a decorator on
+    ``forward`` or on a helper, say) is a higher-order-operator subgraph in the captured
+    program, and its inlined nodes get the frames of the subgraph's generated code
+    (``<eval_with_key>``) as their only stack. Each such frame's line is the code of one node
+    of a captured subgraph (torch's line map of generated code), and that node's trace is the
+    user's; failing that, the trace of the node named in ``from_node``. What ONNX Runtime and
+    the later stages report is then located through these traces (the ONNX nodes'
+    ``pkg.torch.onnx.stack_trace`` metadata is written from them)."""
     index: dict[str, str] | None = None
+    bodies: _Bodies | None = None
     for node in decomposed.graph.nodes:
         if node.op != "call_function" or not _generated(node.meta.get("stack_trace")):
             continue
-        index = index if index is not None else _user_stacks(captured)
-        for name in _provenance(node):
-            if name in index:
-                node.meta["stack_trace"] = index[name]
-                break
+        bodies = bodies if bodies is not None else _Bodies(captured)
+        trace = bodies.trace_of(node)
+        if trace is None:
+            index = index if index is not None else _user_stacks(captured)
+            trace = next((index[name] for name in _provenance(node) if name in index), None)
+        if trace is not None:
+            node.meta["stack_trace"] = trace
+
+
+class _Bodies:
+    """The captured program's graph modules by the file their generated code was compiled
+    under, to follow a re-traced node's generated frames to the captured nodes they ran."""
+
+    def __init__(self, program: Any) -> None:
+        import torch
+
+        self.root = program.graph_module
+        self.roots = {node.name: node for node in self.root.graph.nodes}
+        self.by_file: dict[str, list[Any]] = {}
+        for _, module in self.root.named_modules():
+            if isinstance(module, torch.fx.GraphModule):
+                filename = torch_compat.generated_code_file(module)
+                if filename is not None:
+                    self.by_file.setdefault(filename, []).append(module)
+
+    def trace_of(self, node: Any) -> str | None:
+        """The user's trace of the captured node the innermost generated frame of ``node``'s
+        trace ran; None when a frame is not the code of one known subgraph (or of several
+        whose nodes there have different traces)."""
+        expected = [body for name in _provenance(node) if name in self.roots
+                    for body in _subgraphs(self.roots[name], self.root)]
+        found: str | None = None
+        for frame in parse_stack_trace(node.meta.get("stack_trace")):
+            candidates = self.by_file.get(str(frame.path), [])
+            if len(candidates) > 1:  # the same code compiled once for several subgraphs:
+                # the one the higher-order operator of the previous frame (or of from_node) ran
+                candidates = [m for m in candidates
+                              if any(m is e for e in expected)] or candidates
+            ran = [(ran_node, module) for module in candidates
+                   if (ran_node := torch_compat.generated_code_node(module, frame.line))
+                   is not None]
+            traces = {str(ran_node.meta.get("stack_trace") or "") for ran_node, _ in ran}
+            if len(traces) != 1:
+                return found
+            trace = traces.pop()
+            if trace and not _generated(trace):
+                found = trace
+            expected = [body for ran_node, module in ran for body in _subgraphs(ran_node, module)]
+        return found
+
+
+def _subgraphs(node: Any, owner: Any) -> list[Any]:
+    """The subgraph modules a higher-order operator's node runs (its ``get_attr`` arguments)."""
+    import torch
+
+    if not isinstance(node.target, torch._ops.HigherOrderOperator):
+        return []
+    found = []
+    for argument in node.args:
+        if isinstance(argument, torch.fx.Node) and argument.op == "get_attr":
+            try:
+                found.append(operator.attrgetter(str(argument.target))(owner))
+            except AttributeError:
+                continue
+    return found
 
 
 def _generated(stack_trace: str | None) -> bool:

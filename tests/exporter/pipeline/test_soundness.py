@@ -24,6 +24,49 @@ def _only(target, rule):
     return found[0]
 
 
+@pytest.fixture(scope="module")
+def bounded(session):
+    result = session.check_file(SOUNDNESS / "bounded.py", SOUNDNESS)
+    return {target.name: target for target in result.targets}
+
+
+def test_a_range_the_models_own_assertion_bounds_is_a_warning_at_the_assertion(bounded):
+    """nanoGPT (issue 38): beyond its block size PyTorch itself raises, so nothing is silently
+    wrong; the warning names what the run above the range showed and the range to declare."""
+    target = bounded["BlockSizeGPT"]
+    diagnostic = _only(target, "ONNX107")
+    assert diagnostic.severity == "warning"
+    assert diagnostic.location.range.start.line == 23  # assert t <= self.block_size
+    assert "valid only for [2, 32]" in diagnostic.message
+    assert "the guard `idx.shape[1] <= 32` here" in diagnostic.message
+    assert ("PyTorch itself fails at seq=33 (just above the range the graph holds for: "
+            "AssertionError: Cannot forward sequence of length 33)") in diagnostic.message
+    assert "the model's own code bounds `seq`" in diagnostic.message
+    assert diagnostic.hint == ("Declare the range the model supports: "
+                               "`torch.export.Dim('seq', max=32)`.")
+    assert [d.rule for d in target.diagnostics] == ["ONNX107"]
+
+
+def test_a_size_pytorch_itself_refuses_is_no_export_failure(bounded):
+    """CLIP's position table (issue 38): the larger size (80) and the size above the range
+    (78) fail in PyTorch itself: no ONNX403, a warning at the `if` that raises."""
+    target = bounded["PositionTable"]
+    diagnostic = _only(target, "ONNX107")
+    assert (diagnostic.severity, diagnostic.location.range.start.line) == ("warning", 38)
+    assert "PyTorch itself fails at sequence=78" in diagnostic.message
+    assert "ONNX403" not in [d.rule for d in target.diagnostics]
+    assert any("sequence=80" in note for note in target.summary["dynamic_not_run"])
+
+
+def test_a_narrowing_no_run_confirms_is_a_warning_that_says_so(bounded):
+    """diffusers' UNet2DModel (issue 38): the other path only makes a tensor contiguous."""
+    diagnostic = _only(bounded["ContiguousBelow"], "ONNX107")
+    assert (diagnostic.severity, diagnostic.location.range.start.line) == ("warning", 48)
+    assert diagnostic.message.endswith(
+        "Not confirmed: ONNX Runtime matched PyTorch at batch=64 (just above the range the "
+        "graph holds for).")
+
+
 def test_a_named_range_narrowed_by_a_guard_is_an_error_at_the_guard(narrowed):
     diagnostic = _only(narrowed["Tail"], "ONNX107")
     assert diagnostic.severity == "error"
@@ -67,14 +110,19 @@ def test_dim_auto_narrowed_and_wrong_at_the_lower_bound_is_an_error(narrowed):
 def test_dim_auto_narrowed_but_right_where_it_ran_is_a_warning(narrowed):
     target = narrowed["HarmlessAuto"]
     diagnostic = _only(target, "ONNX107")
-    assert diagnostic.severity == "warning"
+    assert (diagnostic.severity, diagnostic.location.range.start.line) == ("warning", 41)
     assert "valid only for [5, ∞)" in diagnostic.message and "Confirmed" not in diagnostic.message
+    assert "Not confirmed: ONNX Runtime matched PyTorch at dim1=2" in diagnostic.message
     assert not [d for d in target.diagnostics if d.severity == "error"]
 
 
 def test_a_narrowed_upper_bound_is_reported(narrowed):
+    """Confirmed by the run just above the range (33), at the guard (issue 38: it was
+    reported at the pragma)."""
     diagnostic = _only(narrowed["Capped"], "ONNX107")
     assert diagnostic.severity == "error"
+    assert diagnostic.location.range.start.line == 51
+    assert "Confirmed at seq=33 (just above the range the graph holds for)" in diagnostic.message
     assert "declared dynamic over [2, 64]" in diagnostic.message
     assert "valid only for [2, 32]" in diagnostic.message
     assert "Dim('seq', max=32)" in diagnostic.hint
@@ -92,15 +140,17 @@ def test_a_sound_range_is_clean_and_run_at_its_lower_bound_and_a_larger_size(nar
     assert all(entry["matched"] for entry in target.summary["numerics"])
 
 
-@pytest.mark.parametrize("name, line", [("NoGrad", 25), ("InferenceMode", 32), ("Wrapped", 39),
-                                        ("TwoCallsDeep", 46)])
-def test_a_decorated_forward_keeps_the_failing_line(session, name, line):
+@pytest.mark.parametrize("name, line, column", [
+    ("NoGrad", 25, 16), ("InferenceMode", 32, 16), ("Wrapped", 39, 16),
+    ("TwoCallsDeep", 18, 12),  # in `bessel`, called from `inner`, called from `forward`
+])
+def test_a_decorated_forward_keeps_the_failing_line(session, name, line, column):
     result = session.check_file(SOUNDNESS / "decorated.py", SOUNDNESS)
     target = next(t for t in result.targets if t.name == name)
     diagnostic = _only(target, "ONNX201")
     assert diagnostic.location.path.name == "decorated.py"
     assert diagnostic.location.range.start.line == line
-    assert diagnostic.location.range.start.column == 16
+    assert diagnostic.location.range.start.column == column
 
 
 def test_the_onnx_nodes_of_a_no_grad_forward_carry_the_users_stack(session, tmp_path):
@@ -128,3 +178,18 @@ def test_no_run_at_another_size_on_a_draft_exports_graph(session):
     dynamic = next(s for s in target.stages if s.name == "dynamic")
     assert dynamic.state.value == "skipped"
     assert dynamic.reason.startswith("capture failed: the draft export's graph")
+
+
+def test_a_declared_range_that_holds_1_is_run_at_1(session):
+    """Issue 38: batch 1 is the usual deployment size; a model wrong there is an ONNX403 that
+    names the size, and a range declared from 2 is not run there."""
+    workspace = FIXTURES / "dynamic_size_failure"
+    result = session.check_file(workspace / "size_one.py", workspace)
+    targets = {target.name: target for target in result.targets}
+    diagnostic = _only(targets["SingleSpecial"], "ONNX403")
+    assert diagnostic.severity == "error"
+    assert "differs from PyTorch at batch=1 (size 1, the usual deployment batch" in \
+        diagnostic.message
+    runs = [entry["situation"] for entry in targets["NotMeantForOne"].summary["numerics"]]
+    assert not any("=1 (" in run for run in runs), runs
+    assert targets["NotMeantForOne"].diagnostics == targets["RightAtOne"].diagnostics == []

@@ -59,12 +59,13 @@ def test_results_carry_rule_region_fingerprint_and_relative_uri(sarif_logs):
                                   "endColumn": 35}
     assert result["partialFingerprints"]["primaryLocationLineHash"]
     assert [r["message"]["text"] for r in result["relatedLocations"]] == [
-        "called from `forward`", "while checking the export target `UsesHelper`"]
+        "called from `smooth`", "called from `forward`",
+        "while checking the export target `UsesHelper`"]
     frames = result["stacks"][0]["frames"]
     assert all(frame["location"]["message"]["text"] for frame in frames)
     flow = result["codeFlows"][0]["threadFlows"][0]["locations"]
     assert [step["location"]["physicalLocation"]["artifactLocation"]["uri"] for step in flow] == [
-        "model.py", "layers/special.py"]
+        "model.py", "layers/special.py", "layers/special.py"]
 
 
 def test_no_absolute_paths_unless_asked(fixture_results):
