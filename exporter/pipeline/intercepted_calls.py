@@ -1,8 +1,17 @@
-"""A function's own ``torch.onnx.export`` call as a target (docs/export-calls.md): the module
-is imported and the function run with ``torch.onnx.export`` replaced; the call made from the
-target's line is caught with its arguments, bound as ``torch.onnx.export`` binds them, and the
-function is stopped there. Every other call returns None without exporting or writing
-anything, so nothing lands in any call's file argument.
+"""What a check does with the ``torch.onnx.export`` calls of the user's code
+(docs/export-calls.md): while a target loads (its module imported, a notebook's cells run, its
+function called), every call is intercepted, in any thread.
+
+* A function's own call that is the target (the call made from the target's line) is caught
+  with its arguments, bound as ``torch.onnx.export`` binds them, and the function is unwound
+  there. The call is the target's wherever the function's code swallows the unwinding
+  (``except BaseException``, a bare ``except``) and in a thread the function starts; every
+  later call unwinds too.
+* Every other call exports as the plain exporter does and returns its ``ONNXProgram`` (or
+  raises what it raises), so the code after it runs as it does without the check; but what
+  it writes (``f``, ``artifacts_dir``), what ``ONNXProgram.save`` and ``onnx.save`` write,
+  goes to the check's scratch directory, and reads of those paths see the copies there
+  (exporter/pipeline/scratch_files.py). Nothing lands in the user's tree.
 
 What the call's arguments mean is the installed torch's: the example inputs are split as
 ``torch/onnx/_internal/exporter/_compat.py`` splits them (a trailing dict is the keyword
@@ -11,16 +20,22 @@ inputs) and ``dynamic_axes`` is converted by torch's own converter, as ``export_
 
 from __future__ import annotations
 
+import builtins
 import inspect
+import io
+import os
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
+
+from exporter.pipeline.scratch_files import ORIGINAL_STAT, ScratchFiles
 
 
 @dataclass(frozen=True)
@@ -33,51 +48,243 @@ class InterceptedCall:
         return self.arguments[name]
 
 
+@dataclass(frozen=True)
+class CallSite:
+    """The target's call: made from ``line`` of ``function`` (a top-level function of
+    ``path``), or of code nested in it (a lambda, a local function, in another thread)."""
+
+    path: Path
+    function: str
+    line: int
+
+
 class _Reached(BaseException):
     """Unwinds the user's function from the intercepted call (a BaseException, so that the
-    user's ``except Exception`` does not swallow it)."""
+    user's ``except Exception`` does not swallow it; what does swallow it changes nothing: the
+    call is recorded before)."""
 
-    def __init__(self, call: InterceptedCall) -> None:
-        super().__init__()
-        self.call = call
+
+class Interception:
+    """The state of one target's loading: its call once reached, the errors the other calls'
+    real exports raised, the scratch directory their files went to."""
+
+    def __init__(self, site: CallSite | None) -> None:
+        self.site = site
+        self.scratch = ScratchFiles()
+        self.reached: InterceptedCall | None = None
+        self.export_errors: list[BaseException] = []
+        self._codes: frozenset[CodeType] = frozenset()
+        self._running = False
+
+    def call_reaching(self, function: Callable[[], Any]) -> InterceptedCall | None:
+        """Run ``function()`` until it makes the target's call: that call; None when it
+        returns (or raises) without making it. Raises what the function raises before."""
+        self._codes = _nested_codes(inspect.unwrap(function))
+        self._running = True
+        try:
+            function()
+        except _Reached:
+            pass
+        except (Exception, SystemExit):
+            if self.reached is None:
+                raise
+        finally:
+            self._running = False
+        return self.reached
+
+    def raised_by_export(self, error: BaseException) -> bool:
+        """Whether ``error`` is (or was raised from) what an intercepted call's export raised."""
+        seen: set[int] = set()
+        current: BaseException | None = error
+        while current is not None and id(current) not in seen:
+            if any(current is raised for raised in self.export_errors):
+                return True
+            seen.add(id(current))
+            current = current.__cause__ or current.__context__
+        return False
+
+    def _is_target(self, frame: FrameType | None) -> bool:
+        """Whether the call comes from the target's line: the innermost frame of the target's
+        function (or of code nested in it) is at that line."""
+        site = self.site
+        if site is None or not self._running:
+            return False
+        filename = str(site.path)
+        while frame is not None:
+            code = frame.f_code
+            if code in self._codes or (code.co_filename == filename
+                                       and code.co_name == site.function):
+                return frame.f_lineno == site.line
+            frame = frame.f_back
+        return False
+
+    def export(self, original: Callable[..., Any], frame: FrameType | None,
+               args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            bound = _EXPORT_SIGNATURE.bind(*args, **kwargs)
+        except TypeError as error:  # as torch.onnx.export's own signature raises it
+            self.export_errors.append(error)
+            raise
+        if self._running and self.reached is not None:
+            raise _Reached  # the target's call was made: what follows does not run
+        if self._is_target(frame):
+            bound.apply_defaults()
+            self.reached = InterceptedCall(dict(bound.arguments))
+            raise _Reached
+        arguments = bound.arguments
+        if isinstance(arguments.get("f"), (str, bytes, os.PathLike)):
+            arguments["f"] = self.scratch.file(arguments["f"])
+        arguments["artifacts_dir"] = self.scratch.folder(arguments.get("artifacts_dir", "."))
+        _redirect_runtime_reads()
+        try:
+            return original(*bound.args, **bound.kwargs)
+        except (Exception, SystemExit) as error:
+            self.export_errors.append(error)
+            raise
+
+
+_EXPORT_SIGNATURE = inspect.signature(torch.onnx.export)
+_ACTIVE: Interception | None = None
+
+
+def _nested_codes(function: Any) -> frozenset[CodeType]:
+    """The code of ``function`` and of every function, lambda and comprehension in it."""
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, CodeType):
+        return frozenset()
+    found: set[CodeType] = set()
+    pending = [code]
+    while pending:
+        current = pending.pop()
+        if current not in found:
+            found.add(current)
+            pending += [c for c in current.co_consts if isinstance(c, CodeType)]
+    return frozenset(found)
+
+
+class _Replacements:
+    """Attributes replaced while an interception is active, restored afterwards."""
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[object, str, Any]] = []
+
+    def replace(self, owner: object, name: str, value: Any) -> None:
+        self._saved.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, value)
+
+    def restore(self) -> None:
+        while self._saved:
+            owner, name, value = self._saved.pop()
+            setattr(owner, name, value)
+
+
+_RUNTIME: _Replacements | None = None
+
+
+def _redirect_runtime_reads() -> None:
+    """``onnxruntime.InferenceSession(path)`` reads the copy too: replaced once a call is
+    about to write (onnxruntime is imported then, not by every check: it starts a thread)."""
+    global _RUNTIME
+    if _RUNTIME is not None or _ACTIVE is None:
+        return
+    _RUNTIME = _Replacements()
+    import onnxruntime
+
+    session_class = onnxruntime.InferenceSession
+    original_init = session_class.__init__
+
+    def init(self: Any, path_or_bytes: Any, *args: Any, **kwargs: Any) -> None:
+        active = _ACTIVE
+        if active is not None:
+            path_or_bytes = active.scratch.seen(path_or_bytes)
+        original_init(self, path_or_bytes, *args, **kwargs)
+
+    _RUNTIME.replace(session_class, "__init__", init)
 
 
 @contextmanager
-def intercepting(path: Path, function: str, line: int) -> Iterator[None]:
-    """While the block runs, ``torch.onnx.export`` is replaced (the module attribute, and so
-    the names modules bind it to while the block runs: a ``from torch.onnx import export``
-    of the user's module too). The call made from ``line`` of ``function`` in ``path``
-    unwinds to :func:`call_reaching`; every other call exports nothing and returns None."""
-    original = torch.onnx.export
-    signature = inspect.signature(original)
-    filename = str(path)
+def intercepting(site: CallSite | None) -> Iterator[Interception]:
+    """While the block runs, every ``torch.onnx.export`` call is intercepted (the module
+    attribute is replaced, and so the names modules bind it to while the block runs: a
+    ``from torch.onnx import export`` of the user's module too), and the writes and reads
+    of the scratch directory are redirected. ``site``: the target's own call, if any."""
+    global _ACTIVE, _RUNTIME
+    import onnx
+    import onnx.checker
 
-    def replacement(*args: Any, **kwargs: Any) -> None:
-        frame: FrameType | None = sys._getframe(1)
-        while frame is not None and not (frame.f_code.co_filename == filename
-                                         and frame.f_code.co_name == function):
-            frame = frame.f_back
-        if frame is not None and frame.f_lineno == line:
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            raise _Reached(InterceptedCall(dict(bound.arguments)))
-        return None
+    interception = Interception(site)
+    original_export = torch.onnx.export
+    original_save = torch.onnx.ONNXProgram.save
+    original_save_model = onnx.save_model
+    original_check = onnx.checker.check_model
+    original_load_model = onnx.load_model
+    original_open = builtins.open
+    original_hook = threading.excepthook
 
-    torch.onnx.export = replacement
+    def export(*args: Any, **kwargs: Any) -> Any:
+        active = _ACTIVE
+        if active is None:
+            return original_export(*args, **kwargs)
+        return active.export(original_export, sys._getframe(1), args, kwargs)
+
+    def save(self: Any, destination: Any, *args: Any, **kwargs: Any) -> None:
+        active = _ACTIVE
+        if active is not None:
+            destination = active.scratch.file(destination)
+            _redirect_runtime_reads()
+        original_save(self, destination, *args, **kwargs)
+
+    def save_model(proto: Any, f: Any, *args: Any, **kwargs: Any) -> None:
+        active = _ACTIVE
+        if active is not None:
+            f = active.scratch.file(f)
+            _redirect_runtime_reads()
+        original_save_model(proto, f, *args, **kwargs)
+
+    def load_model(f: Any, *args: Any, **kwargs: Any) -> Any:
+        active = _ACTIVE  # the copy's path: its external data is read from beside it
+        return original_load_model(active.scratch.seen(f) if active is not None else f,
+                                   *args, **kwargs)
+
+    def check_model(model: Any, *args: Any, **kwargs: Any) -> None:
+        active = _ACTIVE
+        original_check(active.scratch.seen(model) if active is not None else model,
+                       *args, **kwargs)
+
+    def open_(file: Any, *args: Any, **kwargs: Any) -> Any:
+        active = _ACTIVE
+        return original_open(active.scratch.seen(file) if active is not None else file,
+                             *args, **kwargs)
+
+    def stat(path: Any, *args: Any, dir_fd: int | None = None, **kwargs: Any) -> Any:
+        active = _ACTIVE
+        if active is not None and dir_fd is None:
+            path = active.scratch.seen(path)
+        return ORIGINAL_STAT(path, *args, dir_fd=dir_fd, **kwargs)
+
+    def excepthook(arguments: Any) -> None:
+        if not isinstance(arguments.exc_value, _Reached):  # a thread that made the call
+            original_hook(arguments)
+
+    replaced = _Replacements()
+    for owner, name, value in ((torch.onnx, "export", export),
+                               (torch.onnx.ONNXProgram, "save", save),
+                               (onnx, "save_model", save_model), (onnx, "save", save_model),
+                               (onnx, "load_model", load_model), (onnx, "load", load_model),
+                               (onnx.checker, "check_model", check_model),
+                               (builtins, "open", open_), (io, "open", open_),
+                               (os, "stat", stat), (threading, "excepthook", excepthook)):
+        replaced.replace(owner, name, value)
+    _ACTIVE = interception
     try:
-        yield
+        yield interception
     finally:
-        torch.onnx.export = original
-
-
-def call_reaching(function: Any) -> InterceptedCall | None:
-    """Run ``function()`` (inside :func:`intercepting`) until it makes the intercepted call;
-    None when it returns without making it."""
-    try:
-        function()
-    except _Reached as reached:
-        return reached.call
-    return None
+        _ACTIVE = None
+        replaced.restore()
+        if _RUNTIME is not None:
+            _RUNTIME.restore()
+            _RUNTIME = None
+        interception.scratch.remove()
 
 
 def export_inputs(call: InterceptedCall) -> tuple[tuple, dict[str, Any]]:

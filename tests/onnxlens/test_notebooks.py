@@ -133,3 +133,146 @@ def test_a_file_that_is_not_a_notebook_is_one_clear_finding(tmp_path, monkeypatc
     assert out.startswith("half.ipynb:1:1: error[ONNX002]: The notebook cannot be read: it is "
                           "not valid JSON (")
     assert (tmp_path / "half.ipynb").read_text().endswith("onnx-export")  # left as it was
+
+
+# -- issue 38: a notebook's cells run as when run, and the check writes nothing ----------------
+
+INSTALLED_HELPER = '''import torch
+
+
+def export_to(model, path):
+    torch.onnx.export(model, (torch.randn(2, 3),), path)
+'''
+
+EXPORTING_CELLS = [
+    ("code", "import sys\nimport threading\n\nimport onnx\nimport onnxruntime as ort\n"
+             "import torch"),
+    ("code", "# onnx-export: args=(torch.randn(2, 3),)\nclass Doubling(torch.nn.Module):\n"
+             "    def forward(self, x):\n        return x * 2"),
+    ("code", 'torch.onnx.export(Doubling(), (torch.randn(2, 3),), "clean.onnx")'),
+    ("code", 'names = [i.name for i in onnx.load("clean.onnx").graph.input]\n'
+             'session = ort.InferenceSession("clean.onnx", providers=["CPUExecutionProvider"])'),
+    ("code", "def save_model(model, path):\n"
+             "    program = torch.onnx.export(model, (torch.randn(2, 3),))\n"
+             "    program.save(path)\n    return program"),
+    ("code", 'saved = save_model(Doubling(), "helper.onnx")\nsaved.optimize()'),
+    ("code", "worker = threading.Thread(target=torch.onnx.export,\n"
+             '                          args=(Doubling(), (torch.randn(2, 3),), "thread.onnx"))\n'
+             "worker.start()\nworker.join()"),
+    ("code", 'sys.path.insert(0, "../site")\nimport installed_helper\n\n'
+             'installed_helper.export_to(Doubling(), "installed.onnx")'),
+    ("markdown", "The export the notebook is for:"),
+    ("code", "# onnx-export:\ndef export_cell():\n"
+             '    torch.onnx.export(Doubling(), (torch.randn(2, 3),), "target.onnx",\n'
+             "                      input_names=names)"),
+]
+EARLIER_CELLS = [
+    ("code", "import torch\n\n\nclass Doubling(torch.nn.Module):\n"
+             "    def forward(self, x):\n        return x * 2"),
+    ("code", "# onnx-export:\ndef export_two():\n"
+             "    p = torch.onnx.export(Doubling(), (torch.randn(2, 3),))\n"
+             '    p.optimize()\n    p.save("a.onnx")\n'
+             '    torch.onnx.export(Doubling(), (torch.randn(2, 3),), "b.onnx")'),
+]
+SWALLOWED_CELLS = [
+    ("code", "import torch\n\n\nclass Branching(torch.nn.Module):\n"
+             "    def forward(self, x):\n        if x.sum() > 0:\n            return x\n"
+             "        return -x"),
+    ("code", "try:  # fails when run, and the notebook goes on\n"
+             '    torch.onnx.export(Branching(), (torch.randn(2, 3),), "failed.onnx")\n'
+             "except Exception as error:\n    print(type(error).__name__)"),
+    ("code", "# onnx-export:\ndef export_swallowed():\n    try:\n"
+             '        torch.onnx.export(Branching(), (torch.randn(2, 3),), "b.onnx")\n'
+             "    except BaseException:\n        pass"),
+]
+
+
+def _notebook_json(cells: list[tuple[str, str]]) -> str:
+    return json.dumps({"cells": [
+        {"cell_type": kind, "metadata": {}, "source": text.splitlines(True),
+         **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+        for kind, text in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},
+        indent=1)
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    return {path.relative_to(root).as_posix():
+            (path.stat().st_size, path.stat().st_mtime_ns,
+             path.read_bytes() if path.is_file() else b"")
+            for path in [root, *sorted(root.rglob("*"))]}
+
+
+@pytest.fixture(scope="module")
+def exporting_notebooks(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict, dict]:
+    """One check of three notebooks whose cells export (issue 38): the report and the files
+    before and after (the project and, beside it, the "installed" helper's directory)."""
+    import contextlib
+    import io
+    import os
+
+    root = tmp_path_factory.mktemp("exporting_notebooks")
+    project, site = root / "project", root / "site"
+    project.mkdir()
+    site.mkdir()
+    (site / "installed_helper.py").write_text(INSTALLED_HELPER)
+    (project / "pyproject.toml").write_text("")
+    for name, cells in (("exports", EXPORTING_CELLS), ("earlier", EARLIER_CELLS),
+                        ("swallowed", SWALLOWED_CELLS)):
+        (project / f"{name}.ipynb").write_text(_notebook_json(cells))
+    (project / "clean.onnx").write_bytes(b"stale, not a model")  # what a read must not see
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))
+    before = _snapshot(root)
+    out, cwd = io.StringIO(), os.getcwd()
+    os.chdir(project)
+    try:
+        with contextlib.redirect_stdout(out):
+            main(["check", ".", "--format", "json"])
+    finally:
+        os.chdir(cwd)
+    return json.loads(out.getvalue()), before, _snapshot(root)
+
+
+@pytest.mark.every_torch
+def test_a_notebooks_exports_run_as_when_run_and_its_targets_are_checked(exporting_notebooks):
+    """The cells' exports (top level, a helper of another cell, a thread, an "installed"
+    helper) return their programs and their files are read back (onnx.load, ONNX Runtime),
+    so the later cells and the targets load; the target's own call fails where the notebook
+    swallows it, and a failing top-level call is caught by the notebook as when run."""
+    report = exporting_notebooks[0]
+    # (an export call's target is named by the line of the notebook's module)
+    assert {t["name"]: (t["path"], t["cell"], t["range"]["start"]["line"], t["ok"])
+            for t in report["targets"]} == {
+        "Doubling": ("exports.ipynb", 2, 2, True),
+        "export_cell@30": ("exports.ipynb", 10, 3, True),
+        "export_two@9": ("earlier.ipynb", 2, 3, True),
+        "export_two@12": ("earlier.ipynb", 2, 6, True),
+        "export_swallowed@16": ("swallowed.ipynb", 3, 4, False),
+    }
+    assert [(d["rule"], d["target"], d["path"], d["cell"], d["range"]["start"]["line"],
+             d["range"]["start"]["column"], d["range"]["end"]["column"])
+            for d in report["diagnostics"]] == [
+        ("ONNX101", "export_swallowed@16", "swallowed.ipynb", 1, 6, 12, 23)]
+    assert report["diagnostics"][0]["message"].startswith(
+        "`if x.sum() > 0:` depends on the values inside a tensor")
+
+
+@pytest.mark.every_torch
+@pytest.mark.parametrize("written", [
+    "project/clean.onnx",  # a top-level cell's export (a stale file of that name stays)
+    "project/helper.onnx",  # ONNXProgram.save in a helper another cell defined
+    "project/thread.onnx",  # a top-level thread
+    "project/installed.onnx",  # a helper outside the workspace (as an installed package)
+    "project/a.onnx",  # p.save() in the target's function, before its call
+    "project/failed.onnx",  # a top-level export that failed
+])
+def test_a_notebook_check_writes_nothing(exporting_notebooks, written):
+    _, before, after = exporting_notebooks
+    assert after.get(written) == before.get(written)
+    assert after.get(f"{written}.data") == before.get(f"{written}.data")
+
+
+@pytest.mark.every_torch
+def test_a_notebook_check_leaves_every_file_as_it_was(exporting_notebooks):
+    _, before, after = exporting_notebooks
+    assert after == before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import re
 import types
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ from exporter.findings.diagnostics import Location, Range
 from exporter.pipeline.context import CheckContext, Loaded
 from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.intercepted_calls import (
-    call_reaching,
+    CallSite,
+    Interception,
     converted_dynamic_shapes,
     export_inputs,
     intercepting,
@@ -27,19 +29,35 @@ EVALUATED_KEYS = ("args", "kwargs", "dynamic_shapes", "init", "input_names", "ou
                   "opset", "atol", "rtol", "custom_translation_table")
 
 
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # torch.onnx colours its errors' steps
+
+
 def _describe(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
+    text = _ANSI_ESCAPE.sub("", str(error)).strip().splitlines()
     first = text[0] if text else ""
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
+def _first_sentence(error: BaseException) -> str:
+    """``error``'s type and the first sentence of its message (torch.onnx.export's errors go
+    on with the steps of exporting and what to do next)."""
+    described = _describe(error)
+    end = described.find(". ")
+    return described[:end + 1] if end > 0 else described
+
+
 def run(ctx: CheckContext) -> None:
     target = ctx.target
-    with (intercepting(target.path, target.symbol, target.export_call_line)
-          if target.export_call_line is not None else contextlib.nullcontext()):
+    # Every torch.onnx.export the user's code makes while the target loads is intercepted:
+    # the target's own call is caught, the others export as the plain exporter does, writing
+    # into a scratch directory (exporter/pipeline/intercepted_calls.py)
+    site = CallSite(target.path, target.symbol, target.export_call_line) \
+        if target.export_call_line is not None else None
+    with intercepting(site) as interception:
         imported = _import(ctx)
         _evaluate_options(ctx, imported.module)
-        model, args, kwargs, dynamic_shapes = _build(ctx, _definition(ctx, imported))
+        model, args, kwargs, dynamic_shapes = _build(ctx, _definition(ctx, imported),
+                                                     interception)
     eager_outputs = _eager_forward(ctx, model, args, kwargs)
     ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs)
 
@@ -164,11 +182,12 @@ def _plain_function(ctx: CheckContext, module: types.ModuleType) -> Any:
     return None
 
 
-def _build(ctx: CheckContext, factory: Any) -> tuple[torch.nn.Module, tuple, dict[str, Any], Any]:
+def _build(ctx: CheckContext, factory: Any, interception: Interception
+           ) -> tuple[torch.nn.Module, tuple, dict[str, Any], Any]:
     """The model in eval (or training) mode, its example args and kwargs, its dynamic shapes."""
     try:
         with _device_context(ctx):
-            built = _call_factory(ctx, factory)
+            built = _call_factory(ctx, factory, interception)
     except StageFailed:
         raise
     except (Exception, SystemExit) as error:
@@ -194,9 +213,10 @@ def _build(ctx: CheckContext, factory: Any) -> tuple[torch.nn.Module, tuple, dic
     return model, args, kwargs, dynamic_shapes
 
 
-def _call_factory(ctx: CheckContext, factory: Any) -> tuple[Any, tuple, dict[str, Any]]:
+def _call_factory(ctx: CheckContext, factory: Any,
+                  interception: Interception) -> tuple[Any, tuple, dict[str, Any]]:
     if ctx.target.export_call_line is not None:
-        return _from_export_call(ctx, factory)
+        return _from_export_call(ctx, factory, interception)
     args = ctx.options.get("args")
     kwargs = ctx.options.get("kwargs")
     if ctx.target.kind == "class":
@@ -227,11 +247,22 @@ def _call_factory(ctx: CheckContext, factory: Any) -> tuple[Any, tuple, dict[str
     return model, args, dict(kwargs or {})
 
 
-def _from_export_call(ctx: CheckContext, function: Any) -> tuple[Any, tuple, dict[str, Any]]:
+def _from_export_call(ctx: CheckContext, function: Any,
+                      interception: Interception) -> tuple[Any, tuple, dict[str, Any]]:
     """The model and inputs of the function's torch.onnx.export call at the target's line;
     the call's options become the check's (docs/export-calls.md)."""
     line = ctx.target.export_call_line
-    call = call_reaching(function)
+    try:
+        call = interception.call_reaching(function)
+    except (Exception, SystemExit) as error:
+        if not interception.raised_by_export(error):
+            raise
+        # an earlier call, exported as the plain exporter does, failed: so does the script
+        ctx.report("ONNX003", f"An earlier torch.onnx.export call raised "
+                   f"{_first_sentence(error)} `{ctx.target.symbol}()` stops there, as it does "
+                   f"when run, and never reaches the export call at line {line}.",
+                   ctx.map_frames(exception_frames(error)))
+        raise StageFailed from error
     if call is None:
         ctx.report("ONNX005", f"The export call at line {line} is not checked: "
                    f"`{ctx.target.symbol}()` returned without reaching it.")
