@@ -5,6 +5,7 @@ Read by the project's scripts before any virtualenv exists, and by the VS Code e
 library only and runs as a script:
 
     python exporter/versions.py primary          # 2.13.0
+    python exporter/versions.py recommended      # 2.15.0
     python exporter/versions.py pins 2.14.1      # torch==2.14.1 torchvision==0.29.1
     python exporter/versions.py install torch onnx   # JSON: the pip commands, and what they do
 """
@@ -35,13 +36,19 @@ class TorchRelease:
         return [f"torch=={self.version}", *self.companions]
 
 
-#: The first is the primary one: ``.venv``, the set-up commands (README, CONTRIBUTING.md),
-#: the "Install" action.
+#: Oldest first. The first is the primary one: the development environment (``.venv``) and the
+#: whole test suite run on it (a CPU build, small and quick to install, also where the tests
+#: install torch into fresh environments); every other one runs the tests that depend on torch
+#: (docs/torch-versions.md says why these).
 TESTED_TORCH: tuple[TorchRelease, ...] = (
     TorchRelease("2.13.0"),
     TorchRelease("2.14.1", companions=("torchvision==0.29.1",)),
+    TorchRelease("2.15.0"),
 )
 PRIMARY_TORCH = TESTED_TORCH[0]
+#: The newest tested release, what a new user gets: the README's install, the "Install"
+#: action, the GitHub Action's default and the install commands of messages.
+RECOMMENDED_TORCH = TESTED_TORCH[-1]
 
 #: The export packages beside torch (the ``export`` extra of pyproject.toml).
 EXPORT_PACKAGES = ("onnx", "onnxscript", "onnxruntime")
@@ -79,23 +86,23 @@ class InstallPlan:
 
 
 def install_plan(missing: list[str], system: str | None = None) -> InstallPlan:
-    """pip commands that install the ``missing`` export packages: torch pinned to the primary
-    tested release, from PyTorch's CPU index on Linux; the others from the usual index."""
+    """pip commands that install the ``missing`` export packages: torch pinned to the
+    recommended release, from PyTorch's CPU index on Linux; the others from the usual index."""
     system = system or platform.system()
     commands: list[list[str]] = []
     said: list[str] = []
     if "torch" in missing:
-        command = ["install", f"torch=={PRIMARY_TORCH.version}"]
+        command = ["install", f"torch=={RECOMMENDED_TORCH.version}"]
         if system == "Linux":
             command += ["--index-url", CPU_INDEX_URL]
-            said.append(f"torch {PRIMARY_TORCH.version} (CPU build, from {CPU_INDEX_URL})")
+            said.append(f"torch {RECOMMENDED_TORCH.version} (CPU build, from {CPU_INDEX_URL})")
         else:
-            said.append(f"torch {PRIMARY_TORCH.version}")
+            said.append(f"torch {RECOMMENDED_TORCH.version}")
         commands.append(command)
     others = [name for name in missing if name != "torch"]
     if others:
         # torch pinned again, so that pip never replaces the torch just installed
-        commands.append(["install", *others, f"torch=={PRIMARY_TORCH.version}"]
+        commands.append(["install", *others, f"torch=={RECOMMENDED_TORCH.version}"]
                         if "torch" in missing else ["install", *others])
         said.append(", ".join(others))
     return InstallPlan(commands, "pip will install " + " and ".join(said) if said else "")
@@ -110,6 +117,8 @@ def install_hint() -> str:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["primary"]:
         print(PRIMARY_TORCH.version)
+    elif argv[:1] == ["recommended"]:
+        print(RECOMMENDED_TORCH.version)
     elif argv[:1] == ["pins"] and len(argv) == 2:
         print(" ".join(release(argv[1]).pins()))
     elif argv[:1] == ["tested"]:

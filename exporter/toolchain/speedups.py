@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from exporter.toolchain import installed_torch, shortcuts
+from exporter.toolchain.status import IN_TORCH
 
 
 def _parameters(function: Any) -> list[str]:
@@ -42,6 +43,9 @@ class Speedup:
     stage: str  # "tracing" (capture and translation) or "decomposition"
     guard: Callable[[], str | None]
     patch: Callable[[], typing.ContextManager[None]]
+    #: True where torch itself already does what the patch does (a later release took the
+    #: same fix): nothing to patch, and nothing lost
+    in_torch: Callable[[], bool] = lambda: False
 
 
 def _guarded(check: Callable[[], bool], why: str) -> Callable[[], str | None]:
@@ -284,6 +288,16 @@ def _exec_compiled_once(source: str, namespace: dict[str, Any],
     exec(code, namespace)  # torch's own generated code, run as torch runs it
 
 
+def _provenance_shared_by_torch() -> bool:
+    """torch shares the provenance records itself (since 2.15 ``NodeSource`` copies only the
+    outer list): asked of torch's own class, not of its version."""
+    graph = torch.fx.Graph()
+    node = graph.placeholder("x")
+    record = _fx_traceback.NodeSource(None)
+    node.meta["from_node"] = [record]
+    return _fx_traceback.NodeSource(node).from_node[0] is record
+
+
 def _sharing_copy() -> types.SimpleNamespace:
     return types.SimpleNamespace(deepcopy=list, copy=copy.copy)
 
@@ -303,7 +317,8 @@ SPEEDUPS: tuple[Speedup, ...] = (
             _guarded(lambda: _fx_traceback.copy is copy
                      and "deepcopy" in _fx_traceback.NodeSource.__init__.__code__.co_names,
                      "torch.fx.traceback no longer deep-copies provenance with `copy`"),
-            lambda: _replaced(_fx_traceback, "copy", _sharing_copy())),
+            lambda: _replaced(_fx_traceback, "copy", _sharing_copy()),
+            in_torch=_provenance_shared_by_torch),
     # Graph modules built by tracing compile their Python code only when something runs or
     # reads it (torch's ``_LazyGraphModule``, what ``torch.compile`` uses). Not while
     # capturing: strict capture (dynamo) reads ``_in_spec`` of a module a lazy one has not set.
@@ -363,7 +378,16 @@ def why_off(speedup: Speedup) -> str | None:
     """None when ``speedup`` is on; else why not."""
     if not shortcuts.enabled(speedup.name):
         return f"turned off by {shortcuts.ENVIRONMENT_VARIABLE}"
+    if _built_in(speedup):
+        return IN_TORCH
     return speedup.guard() or _UNVERIFIED.get(speedup.name)
+
+
+def _built_in(speedup: Speedup) -> bool:
+    try:
+        return bool(speedup.in_torch())
+    except Exception:  # a name that is gone: the patch's own guard decides
+        return False
 
 
 def active(name: str) -> bool:

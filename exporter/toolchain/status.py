@@ -13,6 +13,8 @@ from exporter import versions
 
 #: reported when installed (the last two only then)
 PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "transformers", "torchvision")
+#: a speed patch's state where torch itself does what it does: not applied, nothing lost
+IN_TORCH = "torch does this itself"
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class ToolchainStatus:
     def speedups_lost(self) -> dict[str, str]:
         """Patches off for a reason other than the user's own off switch."""
         return {name: why for name, why in self.speedups.items()
-                if why and "turned off by" not in why}
+                if why and "turned off by" not in why and why != IN_TORCH}
 
     def message(self) -> str | None:
         """One line for a user whose torch is untested or whose checks are degraded."""
@@ -76,8 +78,11 @@ class ToolchainStatus:
                               ("speed patches", self.speedups)):
             on = [name for name, why in states.items() if not why]
             lines.append(f"{title} on: {', '.join(on) or 'none'}")
+            built_in = [name for name, why in states.items() if why == IN_TORCH]
+            if built_in:
+                lines.append(f"{title} done by torch itself: {', '.join(built_in)}")
             for name, why in states.items():
-                if why:
+                if why and why != IN_TORCH:
                     loses = torch_compat.CAPABILITIES.get(name)
                     lines.append(f"{title} off: {name} ({why})"
                                  + (f": {loses.without}" if loses else ""))

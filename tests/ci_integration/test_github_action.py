@@ -39,7 +39,7 @@ def test_the_action_is_composite_and_passes_inputs_through_the_environment():
     assert used == set(ACTION["inputs"])
     for output in ACTION["outputs"].values():
         assert re.fullmatch(r"\$\{\{ steps\.check\.outputs\.[\w-]+ \}\}", output["value"])
-    assert ACTION["inputs"]["torch-version"]["default"] == versions.PRIMARY_TORCH.version
+    assert ACTION["inputs"]["torch-version"]["default"] == versions.RECOMMENDED_TORCH.version
     assert ACTION["inputs"]["torch-index-url"]["default"] == versions.CPU_INDEX_URL
     upload = next(step for step in STEPS if step.get("uses", "").startswith(
         "github/codeql-action/upload-sarif@"))

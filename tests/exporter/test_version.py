@@ -44,3 +44,12 @@ def test_the_docs_name_this_version():
     assert tags and set(tags) == {__version__}
     changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
     assert re.search(rf"^## \[?{re.escape(__version__)}\]?\b", changelog, re.M)
+
+
+def test_the_torch_extra_pins_the_recommended_torch():
+    """pyproject.toml's `torch` extra and exporter/versions.py name the same release."""
+    from exporter import versions
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["optional-dependencies"]["torch"] == [
+        f"torch=={versions.RECOMMENDED_TORCH.version}"]

@@ -14,6 +14,7 @@ import torch.fx.traceback as fx_traceback
 import torch.utils._traceback as torch_traceback
 
 from exporter.toolchain import shortcuts, speedups, torch_compat
+from exporter.toolchain.status import IN_TORCH
 
 
 class Mixed(torch.nn.Module):
@@ -83,9 +84,20 @@ def _provenance(record: dict) -> dict:
 
 
 def test_every_speedup_is_on_for_this_torch():
-    """A tested torch: every guard holds, nothing waits for a comparison."""
+    """A tested torch: every guard holds, nothing waits for a comparison; a patch torch does
+    itself (shared provenance since torch 2.15) is not applied."""
     assert {s.name: speedups.why_off(s) for s in speedups.SPEEDUPS} == \
-        {s.name: None for s in speedups.SPEEDUPS}
+        {s.name: IN_TORCH if s.name in _BUILT_IN else None for s in speedups.SPEEDUPS}
+
+
+def test_provenance_records_are_shared_on_every_torch():
+    """By the patch, or by torch itself where it took the same fix: a node's provenance
+    refers to its source's records instead of deep copies of them."""
+    with speedups.tracing():
+        node = torch.fx.Graph().placeholder("x")
+        record = fx_traceback.NodeSource(None)
+        node.meta["from_node"] = [record]
+        assert fx_traceback.NodeSource(node).from_node[0] is record
 
 
 @pytest.mark.parametrize("build", [_encoder_layer, _mixed, _data_dependent],
@@ -121,9 +133,12 @@ _FRAMES = torch_traceback._extract_symbolized_tb
 _EXEC = __import__("torch.fx.graph_module", fromlist=["_exec_with_source"])._exec_with_source
 
 
+_BUILT_IN = {s.name for s in speedups.SPEEDUPS if speedups._built_in(s)}
+
+
 def test_faster_tracing_puts_everything_back():
     with speedups.tracing():
-        assert all(_patched().values()), _patched()
+        assert _patched() == {key: key not in _BUILT_IN for key in _patched()}
     assert not any(_patched().values()), _patched()
 
 
@@ -132,7 +147,7 @@ def test_each_patch_has_its_own_off_switch(monkeypatch, name):
     monkeypatch.setenv(shortcuts.ENVIRONMENT_VARIABLE, name)
     with speedups.tracing():
         patched = _patched()
-    assert patched == {key: key != name for key in patched}
+    assert patched == {key: key != name and key not in _BUILT_IN for key in patched}
 
 
 def test_no_lazy_graph_modules_while_capturing():

@@ -14,6 +14,7 @@ import torch
 
 from exporter import versions
 from exporter.toolchain import speedups, torch_compat
+from exporter.toolchain.status import IN_TORCH
 from tests.conftest import REPO
 
 
@@ -42,6 +43,122 @@ def test_walking_nested_values_falls_back_to_the_same_leaves(monkeypatch):
     assert [id(leaf) for leaf in torch_compat.tree_leaves(nested) if leaf is not None] == \
         [id(leaf) for leaf in with_pytree if leaf is not None]
     assert repr(torch_compat.tree_map(lambda leaf: leaf, nested)) == repr(mapped)
+
+
+_HELPERS = """\
+import functools
+
+import torch
+
+
+def logged(function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+class Model(torch.nn.Module):
+    @torch.inference_mode()
+    def helper(self, x):
+        return torch.special.bessel_j0(x)
+
+    @logged
+    def middle(self, x):
+        return self.helper(x) * 2
+
+    @torch.no_grad()
+    def forward(self, x):
+        return self.middle(x) + 1
+"""
+
+
+def _traces(program: torch.export.ExportedProgram) -> list[str]:
+    return [node.meta.get("stack_trace") or "" for module in program.graph_module.modules()
+            if isinstance(module, torch.fx.GraphModule) for node in module.graph.nodes
+            if node.op == "call_function" and "bessel" in str(node.target)]
+
+
+def _import_helpers(tmp_path, monkeypatch):
+    (tmp_path / "helpers_model.py").write_text(_HELPERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    monkeypatch.delitem(sys.modules, "helpers_model", raising=False)
+    return importlib.import_module("helpers_model")
+
+
+def test_a_capture_keeps_every_user_frame_through_decorators(tmp_path, monkeypatch):
+    """Issue 38: torch's non-strict tracer keeps only frames named `forward`; while
+    keeping_user_frames runs, each frame of the files it accepts stays in the node's trace
+    (torch's decorator frames, torch/utils/_contextlib.py, stay out), and torch's own anchor
+    set is put back afterwards, with what torch registered meanwhile."""
+    module = _import_helpers(tmp_path, monkeypatch)
+    model, example = module.Model(), (torch.rand(2, 3),)
+    path = str(tmp_path / "helpers_model.py")
+    (plain,) = _traces(torch.export.export(model, example, strict=False))
+    assert [line for line in plain.splitlines() if line.startswith("File")] == [
+        f'File "{path}", line 25, in forward']
+    from torch.fx import proxy
+
+    anchors = proxy._STACK_TRACE_ANCHORS
+    before = set(anchors)
+    with torch_compat.keeping_user_frames(lambda filename: filename == path):
+        proxy._register_stack_trace_anchor(_import_helpers)  # as torch's annotate_fn does
+        (kept,) = _traces(torch.export.export(model, example, strict=False))
+    frames = [line.strip() for line in kept.splitlines() if line.strip().startswith("File")]
+    assert frames == [f'File "{path}", line 25, in forward',
+                      f'File "{path}", line 9, in wrapper',
+                      f'File "{path}", line 21, in middle',
+                      f'File "{path}", line 17, in helper']
+    assert proxy._STACK_TRACE_ANCHORS is anchors
+    assert set(anchors) - before == {(__file__, "_import_helpers")}
+    anchors.discard((__file__, "_import_helpers"))
+
+
+def test_frames_on_the_stack_before_the_capture_are_not_the_models(tmp_path, monkeypatch):
+    """A script of the workspace that runs a check is not the model's code: its frames stay
+    out of the traces (this test's file stands for it)."""
+    module = _import_helpers(tmp_path, monkeypatch)
+    accepted = {__file__, str(tmp_path / "helpers_model.py")}
+    with torch_compat.keeping_user_frames(lambda filename: filename in accepted):
+        (kept,) = _traces(torch.export.export(module.Model(), (torch.rand(2, 3),),
+                                              strict=False))
+    assert "test_torch_compat.py" not in kept and "in helper" in kept
+
+
+def test_without_the_capability_the_traces_are_torchs(tmp_path, monkeypatch):
+    module = _import_helpers(tmp_path, monkeypatch)
+    path = str(tmp_path / "helpers_model.py")
+    monkeypatch.setenv(torch_compat.ENVIRONMENT_VARIABLE, "user-frames")
+    with torch_compat.keeping_user_frames(lambda filename: filename == path):
+        (trace,) = _traces(torch.export.export(module.Model(), (torch.rand(2, 3),),
+                                               strict=False))
+    assert "in helper" not in trace
+    graph = torch.fx.symbolic_trace(torch.nn.ReLU())
+    assert torch_compat.generated_code_file(graph) is None
+    assert torch_compat.generated_code_node(graph, 1) is None
+
+
+def _caller_line(_: object) -> tuple[str, int]:
+    caller = sys._getframe(1)
+    return caller.f_code.co_filename, caller.f_lineno
+
+
+def test_a_line_of_generated_code_names_the_node_it_runs():
+    """What a re-traced node's `<eval_with_key>` frame ran: torch's line map of the graph
+    module's code (translate.restore_user_stacks follows it to the captured node)."""
+    graph = torch.fx.Graph()
+    first = graph.call_function(_caller_line, (graph.placeholder("x"),))
+    second = graph.call_function(_caller_line, (first,))
+    graph.output((first, second))
+    module = torch.fx.GraphModule(torch.nn.Module(), graph)
+    (file_one, line_one), (file_two, line_two) = module(None)
+    assert torch_compat.generated_code_file(module) == file_one == file_two
+    assert file_one.startswith("<eval_with_key>") and line_one != line_two
+    assert torch_compat.generated_code_node(module, line_one) is first
+    assert torch_compat.generated_code_node(module, line_two) is second
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -87,7 +204,9 @@ def test_an_untested_torch_is_named_and_keeps_only_patches_that_give_the_same_on
     toolchain = json.loads(run.stdout)["toolchain"]
     assert toolchain["torch_tested"] is False
     # on this torch every patch does give byte-identical ONNX: all were kept after comparing
-    assert toolchain["speedups"] == {s.name: "" for s in speedups.SPEEDUPS}
+    # (but those torch does itself, which are not applied)
+    assert toolchain["speedups"] == {
+        s.name: IN_TORCH if speedups._built_in(s) else "" for s in speedups.SPEEDUPS}
 
 
 def test_a_patch_that_changes_the_onnx_is_dropped_on_an_untested_torch(session, monkeypatch):
@@ -121,12 +240,17 @@ def test_version_lists_the_toolchain_and_what_is_on():
     assert f"torch {torch.__version__}" in lines
     assert any(line.startswith("onnxruntime ") for line in lines)
     assert "capabilities on: " + ", ".join(torch_compat.CAPABILITIES) in lines
-    assert "speed patches on: " + ", ".join(s.name for s in speedups.SPEEDUPS) in lines
+    built_in = [s.name for s in speedups.SPEEDUPS if speedups._built_in(s)]
+    assert "speed patches on: " + ", ".join(s.name for s in speedups.SPEEDUPS
+                                            if s.name not in built_in) in lines
+    if built_in:  # torch 2.15 shares provenance records itself
+        assert "speed patches done by torch itself: " + ", ".join(built_in) in lines
 
 
-def test_the_install_plan_pins_the_primary_torch_and_takes_cpu_wheels_on_linux():
+def test_the_install_plan_pins_the_recommended_torch_and_takes_cpu_wheels_on_linux():
     plan = versions.install_plan(["torch", "onnxruntime"], system="Linux")
-    primary = versions.PRIMARY_TORCH.version
+    primary = versions.RECOMMENDED_TORCH.version
+    assert primary == versions.TESTED_TORCH[-1].version  # the newest: what a new user gets
     assert plan.commands == [
         ["install", f"torch=={primary}", "--index-url", versions.CPU_INDEX_URL],
         ["install", "onnxruntime", f"torch=={primary}"]]
@@ -138,7 +262,8 @@ def test_the_install_plan_pins_the_primary_torch_and_takes_cpu_wheels_on_linux()
 
 
 def test_this_torch_is_one_of_the_tested_versions():
-    """Both CI legs run a torch that exporter/versions.py lists."""
+    """Every CI leg runs a torch that exporter/versions.py lists."""
     assert versions.is_tested(torch.__version__)
     assert versions.is_tested("2.13.0+cpu") and versions.is_tested("2.14.1+cu130")
-    assert not versions.is_tested("2.15.0") and not versions.is_tested("2.1.0")
+    assert versions.is_tested("2.15.0+cu132") and versions.is_tested("2.15.1")
+    assert not versions.is_tested("2.16.0") and not versions.is_tested("2.1.0")
