@@ -264,17 +264,23 @@ def _function_codes(function: Any) -> set[Any]:
     return found
 
 
-def _caught_export_call(path: Path, root: Path, target: Any) -> dict[str, Any]:
+def _in_the_call(path: Path, root: Path, target: Any, judge: Callable[[Built], None]) -> None:
     """Import the file and run the target's function as a user runs it, until the call made
-    from the target's line (in the function, code nested in it, or a thread it starts): its
-    arguments, bound as torch.onnx.export binds them. The other calls export as they do
-    without the check (their files land in the run's working directory, see ``evaluate``)."""
+    from the target's line (in the function, code nested in it, or a thread it starts); there,
+    inside the call, ``judge`` the call's arguments as torch.onnx.export takes them
+    (``_export_call_built``), then unwind the function. The plain exporter runs inside its
+    caller's context (``@torch.inference_mode()``, ``torch.no_grad()``, ``torch.autocast``,
+    the default dtype and device a ``with`` block set, the modules' modes as they are there),
+    and so does the judge: nothing of it is named here. What ``judge`` raises is raised once
+    the function is unwound (the function's own ``except`` never sees it). The other calls
+    export as they do without the check (their files land in the run's working directory,
+    see ``evaluate``)."""
     import torch
 
     original = torch.onnx.export
     signature = inspect.signature(original)
     codes: set[Any] = set()
-    reached: list[dict[str, Any]] = []
+    reached: list[BaseException | None] = []
 
     def replacement(*args: Any, **kwargs: Any) -> Any:
         frame = sys._getframe(1)
@@ -286,7 +292,14 @@ def _caught_export_call(path: Path, root: Path, target: Any) -> dict[str, Any]:
             if not reached:
                 bound = signature.bind(*args, **kwargs)
                 bound.apply_defaults()
-                reached.append(dict(bound.arguments))
+                torch.onnx.export = original  # the judge's own export is the plain one
+                try:
+                    judge(_export_call_built(dict(bound.arguments)))
+                    reached.append(None)
+                except BaseException as error:  # raised once the function is unwound
+                    reached.append(error)
+                finally:
+                    torch.onnx.export = replacement
             raise _CallReached
         return original(*args, **kwargs)
 
@@ -304,12 +317,13 @@ def _caught_export_call(path: Path, root: Path, target: Any) -> dict[str, Any]:
                     raise
     finally:
         torch.onnx.export = original
-    if reached:
-        return reached[0]
-    raise _NotReached(f"the call at line {target.export_call_line} was not reached")
+    if not reached:
+        raise _NotReached(f"the call at line {target.export_call_line} was not reached")
+    if reached[0] is not None:
+        raise reached[0]
 
 
-def _load_export_call(path: Path, root: Path, target: Any) -> Built:
+def _export_call_built(call: dict[str, Any]) -> Built:
     """A torch.onnx.export call of the script, as torch.onnx.export runs it with
     ``dynamo=True``: the inputs split by torch's own helper, ``dynamic_axes`` converted by
     torch's own converter (docs/export-calls.md: a ``dynamo=False`` call is judged as it runs
@@ -317,7 +331,6 @@ def _load_export_call(path: Path, root: Path, target: Any) -> Built:
     import torch
     from torch.onnx._internal.exporter import _compat, _dynamic_shapes
 
-    call = _caught_export_call(path, root, target)
     with _phase("build"):
         model, args = call["model"], call["args"]
         if not isinstance(model, torch.nn.Module):
@@ -339,8 +352,6 @@ def _load_export_call(path: Path, root: Path, target: Any) -> Built:
 def _load(path: Path, root: Path, target: Any) -> Built:
     import torch
 
-    if getattr(target, "export_call_line", None) is not None:
-        return _load_export_call(path, root, target)
     with _phase("import"):
         module = _import(path, root, target)
     options: dict[str, Any] = {}
@@ -631,11 +642,17 @@ def evaluate(path: Path, root: Path, target: Any) -> TruthResult:
 
 
 def _evaluate(path: Path, root: Path, target: Any, result: TruthResult) -> None:
+    if getattr(target, "export_call_line", None) is not None:
+        _in_the_call(path, root, target, lambda built: _judge(built, result))
+    else:
+        _judge(_load(path, root, target), result)
+
+
+def _judge(built: Built, result: TruthResult) -> None:
     import onnx
     import onnxruntime as ort
     import torch
 
-    built = _load(path, root, target)
     with _phase("eager"):
         try:
             reference = copy.deepcopy(built.model)
@@ -702,7 +719,6 @@ def _saved_if_huge(program: Any, proto: Any) -> str | None:
 def _other_size(built: Built, reference: Any, session: Any, result: TruthResult) -> None:
     """The run at the lower bound of the declared ranges, then at a larger size (the first
     of ``_OTHER_SIZES`` eager PyTorch takes)."""
-    import torch
 
     with _phase("dynamic"):
         declared = declared_axes(built.model, built.args, built.kwargs,
@@ -718,21 +734,15 @@ def _other_size(built: Built, reference: Any, session: Any, result: TruthResult)
         if resized is None:
             continue
         args, kwargs, sizes = resized
-        try:
-            with torch.no_grad():
-                eager = copy.deepcopy(reference)(*_fresh(args), **_fresh(kwargs))
-        except Exception as error:  # the model itself does not take this size
-            eager_failures.append(f"{sizes}: {type(error).__name__}: "
-                                  f"{str(error).strip().splitlines()[0] if str(error) else ''}")
-            continue
         run = SizeRun(sizes, why)
+        eager_error = _run_both(built, reference, session, args, kwargs, run)
+        if eager_error:  # the model itself does not take this size
+            eager_failures.append(f"{sizes}: {eager_error}")
+            continue
         if why == "lower bound":
             result.lower_bound = run
         else:
             result.other_size = run
-        with _phase("dynamic"):
-            outputs = session.run(None, _feeds(session, _fresh(args), _fresh(kwargs)))
-        _compare(eager, outputs, built.options, run)
         if run.problem:
             raise PhaseFailed("dynamic", message=f"at {sizes} ({why}): {run.problem}")
     _size_one(built, reference, session, declared, result)
@@ -742,28 +752,41 @@ def _other_size(built: Built, reference: Any, session: Any, result: TruthResult)
             else "dynamic dims not checked: no other size within the declared ranges"
 
 
+def _run_both(built: Built, reference: Any, session: Any, args: tuple, kwargs: dict[str, Any],
+              run: SizeRun) -> str:
+    """Eager PyTorch, then ONNX Runtime, on these inputs, compared into ``run`` (its
+    ``problem`` says what differs); PyTorch's error when it fails itself (the model's own
+    domain: ONNX Runtime is not run), else ""."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            eager = copy.deepcopy(reference)(*_fresh(args), **_fresh(kwargs))
+    except Exception as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return f"{type(error).__name__}: {first}"
+    with _phase("dynamic"):
+        outputs = session.run(None, _feeds(session, _fresh(args), _fresh(kwargs)))
+    _compare(eager, outputs, built.options, run)
+    return ""
+
+
 def _size_one(built: Built, reference: Any, session: Any,
               declared: dict[int, list[DeclaredAxis]], result: TruthResult) -> None:
     """Every declared axis whose declared range holds 1 (the usual deployment batch) at 1: a
     size torch.export treats apart (0/1 specialization), which the user declared all the
     same. ONNX Runtime failing or differing from PyTorch there fails; PyTorch itself failing
     there is the model's own domain."""
-    import torch
 
     resized = _resized(built.args, built.kwargs, declared,
                        lambda n, axis: 1 if axis.low <= 1 <= axis.high else n)
     if resized is None:
         return
     args, kwargs, sizes = resized
-    try:
-        with torch.no_grad():
-            eager = copy.deepcopy(reference)(*_fresh(args), **_fresh(kwargs))
-    except Exception:
-        return
-    run = result.size_one = SizeRun(sizes, "size 1")
-    with _phase("dynamic"):
-        outputs = session.run(None, _feeds(session, _fresh(args), _fresh(kwargs)))
-    _compare(eager, outputs, built.options, run)
+    run = SizeRun(sizes, "size 1")
+    if _run_both(built, reference, session, args, kwargs, run):
+        return  # PyTorch itself fails at 1
+    result.size_one = run
     if run.problem:
         raise PhaseFailed("dynamic", message=f"at {sizes} (size 1): {run.problem}")
 
@@ -837,15 +860,9 @@ def _run_outside(built: Built, reference: Any, session: Any,
         return value
 
     args, kwargs = _pytree.tree_map(resize, (built.args, built.kwargs))
-    try:
-        with torch.no_grad():
-            eager = copy.deepcopy(reference)(*_fresh(tuple(args)), **_fresh(dict(kwargs)))
-    except Exception:
-        return  # the model's own bound: not the exporter's problem
     run = SizeRun({label: size}, "outside the narrowed range")
-    with _phase("dynamic"):
-        outputs = session.run(None, _feeds(session, _fresh(tuple(args)), _fresh(dict(kwargs))))
-    _compare(eager, outputs, built.options, run)
+    if _run_both(built, reference, session, tuple(args), dict(kwargs), run):
+        return  # the model's own bound: not the exporter's problem
     if run.problem:
         raise PhaseFailed("dynamic", message=f"at {label}={size} (outside the range "
                           f"torch.onnx.export narrowed the dimension to): {run.problem}")
