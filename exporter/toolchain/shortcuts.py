@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 
 ENVIRONMENT_VARIABLE = "ONNXLENS_SHORTCUTS_OFF"
+#: a speed patch's state where torch itself does what it does: not applied, nothing lost
+IN_TORCH = "torch does this itself"
 
 SHORTCUTS: dict[str, str] = {
     "shared-provenance": "traced nodes share their provenance records instead of deep copies",

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from exporter.toolchain import installed_torch, shortcuts
-from exporter.toolchain.status import IN_TORCH
+from exporter.toolchain.shortcuts import IN_TORCH
 
 
 def _parameters(function: Any) -> list[str]:

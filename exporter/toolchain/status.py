@@ -10,11 +10,10 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 
 from exporter import versions
+from exporter.toolchain.shortcuts import IN_TORCH
 
 #: reported when installed (the last two only then)
 PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "transformers", "torchvision")
-#: a speed patch's state where torch itself does what it does: not applied, nothing lost
-IN_TORCH = "torch does this itself"
 
 
 @dataclass(frozen=True)

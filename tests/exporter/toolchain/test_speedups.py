@@ -14,7 +14,7 @@ import torch.fx.traceback as fx_traceback
 import torch.utils._traceback as torch_traceback
 
 from exporter.toolchain import shortcuts, speedups, torch_compat
-from exporter.toolchain.status import IN_TORCH
+from exporter.toolchain.shortcuts import IN_TORCH
 
 
 class Mixed(torch.nn.Module):

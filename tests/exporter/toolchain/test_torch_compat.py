@@ -14,7 +14,7 @@ import torch
 
 from exporter import versions
 from exporter.toolchain import speedups, torch_compat
-from exporter.toolchain.status import IN_TORCH
+from exporter.toolchain.shortcuts import IN_TORCH
 from tests.conftest import REPO
 
 
