@@ -24,14 +24,17 @@ if TYPE_CHECKING:
     import onnxruntime as ort
     import torch
 
+    from exporter.pipeline.call_context import CallContext
+    from exporter.pipeline.converted_axes import ConvertedAxes
     from exporter.pipeline.dynamic_dims import Narrowed
     from exporter.pipeline.registries import Registries
 
 
 @dataclass(frozen=True)
 class Loaded:
-    """The load stage's product: the model built from the target, in eval (or training) mode,
-    its example inputs as the user wrote them, and what eager PyTorch made of them."""
+    """The load stage's product: the model built from the target, in eval (or training) mode
+    (an export call's: in the modes it had at the call), its example inputs as the user wrote
+    them, and what eager PyTorch made of them."""
 
     module: ModuleType
     model: torch.nn.Module
@@ -39,6 +42,12 @@ class Loaded:
     kwargs: dict[str, Any]
     dynamic_shapes: Any  # as the user gave them (string dims included)
     eager_outputs: Any
+    # an export call's context (grad and inference mode, autocast, default dtype and device):
+    # the later stages run in it, as the plain exporter does; None for other targets
+    call_context: CallContext | None = None
+    # an export call's inputs that torch's conversion of `dynamic_axes` gave another input's
+    # entry (the messages on dynamic dimensions say so); None when it moved nothing
+    converted_axes: ConvertedAxes | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ function called), every call is intercepted, in any thread.
 What the call's arguments mean is the installed torch's: the example inputs are split as
 ``torch/onnx/_internal/exporter/_compat.py`` splits them (a trailing dict is the keyword
 inputs) and ``dynamic_axes`` is converted by torch's own converter, as ``export_compat`` does.
+The plain exporter runs inside the caller's context; the target's call is recorded with it (grad
+and inference mode, autocast, default dtype and device: exporter/pipeline/call_context.py) and
+with the train/eval mode of each of the model's modules, both as they are at the call: the
+code that unwinding runs (a ``with`` block's exit, a ``finally``) may change them.
 """
 
 from __future__ import annotations
@@ -35,17 +39,27 @@ from typing import Any
 
 import torch
 
+from exporter.pipeline.call_context import CallContext
 from exporter.pipeline.scratch_files import ORIGINAL_STAT, ScratchFiles
 
 
 @dataclass(frozen=True)
 class InterceptedCall:
-    """A ``torch.onnx.export`` call's arguments, every parameter bound (defaults included)."""
+    """A ``torch.onnx.export`` call's arguments, every parameter bound (defaults included),
+    the context it was made in, and the train/eval mode of each module of its model then."""
 
     arguments: dict[str, Any]
+    context: CallContext
+    module_modes: tuple[tuple[torch.nn.Module, bool], ...] = ()
+    caller: tuple[Path, int] | None = None  # the file and line of the torch.onnx.export call
 
     def __getitem__(self, name: str) -> Any:
         return self.arguments[name]
+
+    def restore_module_modes(self) -> None:
+        """Each module of the model back in the mode it was in at the call."""
+        for module, training in self.module_modes:
+            module.training = training
 
 
 @dataclass(frozen=True)
@@ -129,7 +143,13 @@ class Interception:
             raise _Reached  # the target's call was made: what follows does not run
         if self._is_target(frame):
             bound.apply_defaults()
-            self.reached = InterceptedCall(dict(bound.arguments))
+            model = bound.arguments["model"]
+            modes = tuple((module, module.training) for module in model.modules()) \
+                if isinstance(model, torch.nn.Module) else ()
+            caller = (Path(frame.f_code.co_filename), frame.f_lineno) \
+                if frame is not None else None
+            self.reached = InterceptedCall(dict(bound.arguments), CallContext.current(), modes,
+                                           caller)
             raise _Reached
         arguments = bound.arguments
         if isinstance(arguments.get("f"), (str, bytes, os.PathLike)):

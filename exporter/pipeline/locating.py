@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exporter.findings.diagnostics import Diagnostic, Location
+from exporter.findings.diagnostics import Diagnostic, Location, Related
 from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, find_nodes, metadata, names_in_message
@@ -76,10 +76,11 @@ def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
     sources = data.get("symbol_to_sources") or {}
     described = ", ".join(f"`{pretty_source(src)}`" for src in sources.values()) or "a dimension"
     suggestion = data.get("new_dynamic_shapes")
-    message = (f"{prefix + ' ' if prefix else ''}{described}, declared dynamic, is specialized "
+    declared = declared_dynamic(ctx, [pretty_source(src) for src in sources.values()])
+    message = (f"{prefix + ' ' if prefix else ''}{described}, {declared.phrase}, is specialized "
                f"or constrained here (guard `{data.get('expr')}`): the exported graph would only "
-               "accept the example size.")
-    diagnostic = ctx.report("ONNX102", message, where)
+               f"accept the example size.{declared.note}")
+    diagnostic = ctx.report("ONNX102", message, where, related=declared.related)
     # torch's suggested dynamic_shapes, and the specialized dimensions made static: edits
     # of the pragma's dynamic_shapes, tried before they are shown (docs/fixes.md)
     option = ctx.target.options.get("dynamic_shapes")
@@ -97,6 +98,29 @@ def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],
             "onnxlens:static-dimension", f"Make {described} static (the code needs one size)",
             "onnxlens", (FixEdit(ctx.target.path, option.range, static),), answers))
     return diagnostic
+
+
+@dataclass(frozen=True)
+class Declared:
+    """How a dynamic dimension came to be dynamic, for a message: ``phrase`` replaces
+    "declared dynamic", ``note`` (a sentence, with its leading space, or "") and ``related``
+    say what torch's conversion of an export call's ``dynamic_axes`` moved
+    (exporter/pipeline/converted_axes.py)."""
+
+    phrase: str = "declared dynamic"
+    note: str = ""
+    related: tuple[Related, ...] = ()
+
+
+def declared_dynamic(ctx: CheckContext, sources: list[str]) -> Declared:
+    """For the dimensions ``sources`` (``x.shape[1]``): "declared dynamic", or, where the
+    conversion of the call's ``dynamic_axes`` gave their input another input's entry, which."""
+    converted = ctx.loaded.converted_axes if ctx.loaded is not None else None
+    if converted is None:
+        return Declared()
+    phrases = [converted.declared(source) for source in sources] or [converted.declared(None)]
+    phrase = next((p for p in phrases if p != Declared.phrase), Declared.phrase)
+    return Declared(phrase, f" {converted.note}", converted.related)
 
 
 _SOURCE = re.compile(r"L\['(\w+)'\]((?:\[(?:'[^']*'|\d+)\])*)\.size\(\)\[(\d+)\]")

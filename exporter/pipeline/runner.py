@@ -130,7 +130,8 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
     try:
         with _quiet(), (speedups.tracing(capturing=stage.name == "capture")
                         if stage.traces else nullcontext()), \
-                (_user_frames_kept(ctx) if stage.traces else nullcontext()):
+                (_user_frames_kept(ctx) if stage.traces else nullcontext()), \
+                _call_context(ctx):
             stage.run(ctx)
     except StageFailed:
         state = StageState.FAILED
@@ -145,6 +146,16 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
     if state == StageState.PASSED and any(d.severity == "error" for d in new):
         state = StageState.FAILED
     return StageStatus(stage.name, state, time.perf_counter() - started, reason)
+
+
+def _call_context(ctx: CheckContext) -> AbstractContextManager[None]:
+    """An export call's stages run in the context the call was made in (grad and inference
+    mode, autocast, default dtype and device), as the plain exporter runs inside its caller's
+    (exporter/pipeline/call_context.py); the load stage enters it itself."""
+    loaded = ctx.loaded
+    if loaded is None or loaded.call_context is None:
+        return nullcontext()
+    return loaded.call_context.entered()
 
 
 def _user_frames_kept(ctx: CheckContext) -> AbstractContextManager[None]:

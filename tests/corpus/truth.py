@@ -22,7 +22,9 @@ not check it), both runtimes run again at the sizes just outside that range, wit
 declared one: ONNX Runtime failing or differing from PyTorch there fails; PyTorch itself
 failing there is the model's own bound, not the exporter's problem. Every declared axis whose
 declared range holds 1 (a string, ``Dim.AUTO``, ``Dim.DYNAMIC``, a ``Dim`` with ``min`` 0 or 1)
-runs at 1 too, the usual deployment batch, judged the same way.
+runs at 1 too, the usual deployment batch, judged the same way. An export call's target is
+judged inside the call itself, in its caller's context (``_in_the_call``), then the function
+is unwound.
 
 :func:`run_truth` runs that in a subprocess (the module's ``main``) with a timeout and caches
 the result under ``~/.cache/onnxlens/truth/``.

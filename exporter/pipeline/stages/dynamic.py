@@ -24,6 +24,7 @@ from exporter.pipeline.context import CheckContext
 from exporter.pipeline.dynamic_dims import DeclaredDims, Narrowed, declared_dims, outside_sizes
 from exporter.pipeline.example_inputs import fresh_copy, resized
 from exporter.pipeline.locating import (
+    declared_dynamic,
     guards_a_dimension,
     report_at_node,
     report_guard,
@@ -240,6 +241,7 @@ def _report_static_dims(ctx: CheckContext, declared: DeclaredDims) -> None:
         return  # the capture stage already located the specialization
     graph_inputs = ctx.need_translated().model_proto.graph.input
     static: list[str] = []
+    sources: list[str] = []
     for index, axes in declared.items():
         if index >= len(graph_inputs):
             continue
@@ -250,11 +252,17 @@ def _report_static_dims(ctx: CheckContext, declared: DeclaredDims) -> None:
             for axis, dim in axes.items()
             if axis < len(dims) and not dims[axis].HasField("dim_param")
         )
+        sources.extend(f"{graph_inputs[index].name}.shape[{axis}]" for axis in axes
+                       if axis < len(dims) and not dims[axis].HasField("dim_param"))
     if not static:
         return
-    headline = (f"Declared dynamic but static in the ONNX model: {', '.join(static)}.")
+    # "Declared dynamic", or which entry an export call's converted `dynamic_axes` gave
+    conversion = declared_dynamic(ctx, sources)
+    headline = (f"{conversion.phrase[:1].upper()}{conversion.phrase[1:]} but static in the "
+                f"ONNX model: {', '.join(static)}.")
     if not _locate_specialization(ctx, headline):
-        ctx.report("ONNX102", headline, ctx.option_location("dynamic_shapes"))
+        ctx.report("ONNX102", headline + conversion.note, ctx.option_location("dynamic_shapes"),
+                   related=conversion.related)
 
 
 def _locate_specialization(ctx: CheckContext, headline: str) -> bool:

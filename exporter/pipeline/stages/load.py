@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import logging
 import re
 import types
 from pathlib import Path
@@ -13,9 +14,11 @@ import torch
 
 from exporter.findings.diagnostics import Location, Range
 from exporter.pipeline.context import CheckContext, Loaded
+from exporter.pipeline.converted_axes import ConvertedAxes, converted_axes
 from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.intercepted_calls import (
     CallSite,
+    InterceptedCall,
     Interception,
     converted_dynamic_shapes,
     export_inputs,
@@ -58,8 +61,17 @@ def run(ctx: CheckContext) -> None:
         _evaluate_options(ctx, imported.module)
         model, args, kwargs, dynamic_shapes = _build(ctx, _definition(ctx, imported),
                                                      interception)
-    eager_outputs = _eager_forward(ctx, model, args, kwargs)
-    ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs)
+    # An export call's model runs in the call's own context from here on, as the plain
+    # exporter runs it (exporter/pipeline/call_context.py; the runner enters it around the
+    # later stages)
+    call = interception.reached
+    call_context = call.context if call is not None else None
+    if call_context is not None and call_context.describe():
+        ctx.summary["call_context"] = call_context.describe()
+    with call_context.entered() if call_context is not None else contextlib.nullcontext():
+        eager_outputs = _eager_forward(ctx, model, args, kwargs)
+    ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs,
+                        call_context, _converted_axes(ctx, call))
 
 
 def _import(ctx: CheckContext) -> ImportedFile:
@@ -200,7 +212,8 @@ def _build(ctx: CheckContext, factory: Any, interception: Interception
         ctx.report("ONNX003", f"`{ctx.target.symbol}` gave a {type(model).__name__}, "
                    "not a torch.nn.Module.")
         raise StageFailed
-    model = model.train() if ctx.option("training", False) else model.eval()
+    if ctx.target.export_call_line is None:  # an export call's modules keep their modes
+        model = model.train() if ctx.option("training", False) else model.eval()
     dynamic_shapes = None
     if "dynamic_shapes" in ctx.options:
         dynamic_shapes = ctx.options["dynamic_shapes"]
@@ -268,6 +281,9 @@ def _from_export_call(ctx: CheckContext, function: Any,
                    f"`{ctx.target.symbol}()` returned without reaching it.")
         raise StageFailed
     model = call["model"]
+    # each module as it was at the call (code run while unwinding, a `with` block's exit or a
+    # `finally`, may have set another mode)
+    call.restore_module_modes()
     if not isinstance(model, torch.nn.Module):
         ctx.report("ONNX003", f"The call at line {line} exports a {type(model).__name__}; "
                    "onnxlens checks the export of a torch.nn.Module.")
@@ -286,8 +302,19 @@ def _from_export_call(ctx: CheckContext, function: Any,
                         ("custom_translation_table", "custom_translation_table")):
         if call[key] is not None:
             ctx.options[option] = call[key]
-    ctx.options["training"] = model.training  # torch.onnx.export keeps the model's mode
+    ctx.options["training"] = model.training  # torch.onnx.export keeps the modules' modes
     return model, args, kwargs
+
+
+def _converted_axes(ctx: CheckContext, call: InterceptedCall | None) -> ConvertedAxes | None:
+    """What torch's conversion of the call's ``dynamic_axes`` gave another input's entry."""
+    if call is None or not isinstance(call["model"], torch.nn.Module):
+        return None
+    try:
+        return converted_axes(call, call["model"], *export_inputs(call), ctx.sources)
+    except Exception:  # only the messages' wording depends on it: never the check
+        logging.getLogger(__name__).debug("explaining the dynamic_axes failed", exc_info=True)
+        return None
 
 
 _META_LIMITATIONS = ("meta tensor", "'Meta' backend", "meta device")

@@ -34,6 +34,7 @@ from exporter.pipeline.dynamic_dims import (
 from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.locating import (
     BoundedDim,
+    declared_dynamic,
     dynamic_shapes_with,
     pretty_source,
     stack_frames,
@@ -142,9 +143,13 @@ def _report(ctx: CheckContext, dim: DeclaredDim, valid: ValidRange,
                 related = (Related(other.location, f"the guard `{guards[1].text}`"),)
     if where is None:
         where = ctx.option_location("dynamic_shapes")
-    stated = (f"{what} is declared dynamic over {declared}, but the exported graph is valid "
+    # an export call's converted `dynamic_axes` may have given the input another's entry
+    conversion = declared_dynamic(
+        ctx, [pretty_source(guards[0].source)] if guards and guards[0].source else [])
+    related += conversion.related
+    stated = (f"{what} is {conversion.phrase} over {declared}, but the exported graph is valid "
               f"only for {narrowed}: torch.onnx.export narrowed the range to {because} "
-              "without an error, and the ONNX model does not check it.")
+              f"without an error, and the ONNX model does not check it.{conversion.note}")
     minimum = f"min={int(valid.low)}" if valid.low > dim.low else ""
     maximum = f"max={int(valid.high)}" if valid.high < dim.high else ""
     bounds = ", ".join(b for b in (minimum, maximum) if b)
