@@ -28,7 +28,7 @@ def test_a_fix_is_confirmed_only_when_the_plain_exporter_passes_with_it():
     truth = replace(truth, path="/tmp/an-earlier-workspace/model.py")
     static = _trial("onnxlens:static-dimension", Place(str(MODEL), 4, 58, 4, 73), "None")
     # an edit that breaks the model: the plain exporter cannot confirm it
-    broken = _trial("broken", Place(str(MODEL), 7, 16, 7, 31), "x.view(4, 2, 5)")
+    broken = _trial("broken", Place(str(MODEL), 8, 16, 8, 35), "x.view(4, 2, 5)")
     lens = LensTarget("Grouper", False, [], [], [static, broken])
     row = Row("fixtures", "dynamic_specialized/model.py", "Grouper", truth, lens, "", AGREE, "")
     checks = confirm_fixes([row])

@@ -36,15 +36,16 @@ _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # torch.onnx colours its errors' s
 
 
 def _describe(error: BaseException) -> str:
-    text = _ANSI_ESCAPE.sub("", str(error)).strip().splitlines()
+    """The user's own message as it is (the reports escape what a terminal would act on)."""
+    text = str(error).strip().splitlines()
     first = text[0] if text else ""
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 def _first_sentence(error: BaseException) -> str:
-    """``error``'s type and the first sentence of its message (torch.onnx.export's errors go
-    on with the steps of exporting and what to do next)."""
-    described = _describe(error)
+    """``error``'s type and the first sentence of its message, without torch.onnx's colours
+    (torch.onnx.export's errors go on with the steps of exporting and what to do next)."""
+    described = _ANSI_ESCAPE.sub("", _describe(error))
     end = described.find(". ")
     return described[:end + 1] if end > 0 else described
 

@@ -28,26 +28,26 @@ EXPECTED = {
     ],
     # issue 38: a data-dependent branch's guard on its unbacked value (Ne(u0, 1)) is no
     # ONNX102 (it was reported on lines 13, 22 and 49); the reshapes that fix a size are
-    "data_dependent_branch/dynamic.py": [
-        ("ONNX101", "dynamic.py", 13, 12, 13, 31, "error"),
-        ("ONNX101", "dynamic.py", 22, 12, 22, 28, "error"),
-        ("ONNX101", "dynamic.py", 31, 12, 31, 23, "error"),
-        ("ONNX101", "dynamic.py", 40, 12, 40, 33, "error"),
-        ("ONNX101", "dynamic.py", 49, 12, 49, 36, "error"),
-        ("ONNX102", "dynamic.py", 12, 13, 12, 35, "error"),
-        ("ONNX102", "dynamic.py", 21, 16, 21, 31, "error"),
-        ("ONNX102", "dynamic.py", 39, 17, 39, 30, "error"),
-        ("ONNX102", "dynamic.py", 40, 12, 40, 33, "error"),  # `a * b` fixes b's size to a's
-        ("ONNX102", "dynamic.py", 48, 18, 48, 38, "error"),
-        ("ONNX106", "dynamic.py", 12, 13, 12, 35, "warning"),
-        ("ONNX106", "dynamic.py", 13, 12, 13, 31, "warning"),
-        ("ONNX106", "dynamic.py", 21, 16, 21, 31, "warning"),
-        ("ONNX106", "dynamic.py", 22, 12, 22, 28, "warning"),
-        ("ONNX106", "dynamic.py", 31, 12, 31, 23, "warning"),
-        ("ONNX106", "dynamic.py", 39, 17, 39, 30, "warning"),
-        ("ONNX106", "dynamic.py", 40, 12, 40, 33, "warning"),
-        ("ONNX106", "dynamic.py", 48, 18, 48, 38, "warning"),
-        ("ONNX106", "dynamic.py", 49, 12, 49, 36, "warning"),
+    "data_dependent_dynamic/model.py": [
+        ("ONNX101", "model.py", 13, 12, 13, 31, "error"),
+        ("ONNX101", "model.py", 22, 12, 22, 28, "error"),
+        ("ONNX101", "model.py", 31, 12, 31, 23, "error"),
+        ("ONNX101", "model.py", 40, 12, 40, 33, "error"),
+        ("ONNX101", "model.py", 49, 12, 49, 36, "error"),
+        ("ONNX102", "model.py", 12, 13, 12, 35, "error"),
+        ("ONNX102", "model.py", 21, 16, 21, 31, "error"),
+        ("ONNX102", "model.py", 39, 17, 39, 30, "error"),
+        ("ONNX102", "model.py", 40, 12, 40, 33, "error"),  # `a * b` fixes b's size to a's
+        ("ONNX102", "model.py", 48, 18, 48, 38, "error"),
+        ("ONNX106", "model.py", 12, 13, 12, 35, "warning"),
+        ("ONNX106", "model.py", 13, 12, 13, 31, "warning"),
+        ("ONNX106", "model.py", 21, 16, 21, 31, "warning"),
+        ("ONNX106", "model.py", 22, 12, 22, 28, "warning"),
+        ("ONNX106", "model.py", 31, 12, 31, 23, "warning"),
+        ("ONNX106", "model.py", 39, 17, 39, 30, "warning"),
+        ("ONNX106", "model.py", 40, 12, 40, 33, "warning"),
+        ("ONNX106", "model.py", 48, 18, 48, 38, "warning"),
+        ("ONNX106", "model.py", 49, 12, 49, 36, "warning"),
     ],
     "data_dependent_size/model.py": [
         ("ONNX101", "model.py", 7, 17, 7, 42, "error"),
@@ -59,13 +59,13 @@ EXPECTED = {
         ("ONNX403", "model.py", 8, 41, 8, 58, "error"),
     ],
     # issue 38: wrong at size 1, which the declared ranges hold (not NotMeantForOne's)
-    "dynamic_size_failure/size_one.py": [
-        ("ONNX403", "size_one.py", 13, 16, 13, 21, "error"),
-        ("ONNX403", "size_one.py", 21, 16, 21, 27, "error"),
+    "dynamic_size_one/model.py": [
+        ("ONNX403", "model.py", 13, 16, 13, 21, "error"),
+        ("ONNX403", "model.py", 21, 16, 21, 27, "error"),
     ],
     "dynamic_specialized/model.py": [
-        ("ONNX102", "model.py", 7, 16, 7, 42, "error"),
-        ("ONNX106", "model.py", 7, 16, 7, 42, "warning"),
+        ("ONNX102", "model.py", 7, 43, 7, 60, "error"),
+        ("ONNX106", "model.py", 7, 43, 7, 60, "warning"),
     ],
     "eager_failure/model.py": [("ONNX004", "model.py", 11, 16, 11, 30, "error")],
     "helper_module/model.py": [("ONNX201", "layers/special.py", 6, 16, 6, 35, "error")],

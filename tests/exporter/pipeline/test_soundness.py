@@ -183,8 +183,8 @@ def test_no_run_at_another_size_on_a_draft_exports_graph(session):
 def test_a_declared_range_that_holds_1_is_run_at_1(session):
     """Issue 38: batch 1 is the usual deployment size; a model wrong there is an ONNX403 that
     names the size, and a range declared from 2 is not run there."""
-    workspace = FIXTURES / "dynamic_size_failure"
-    result = session.check_file(workspace / "size_one.py", workspace)
+    workspace = FIXTURES / "dynamic_size_one"
+    result = session.check_file(workspace / "model.py", workspace)
     targets = {target.name: target for target in result.targets}
     diagnostic = _only(targets["SingleSpecial"], "ONNX403")
     assert diagnostic.severity == "error"
