@@ -18,19 +18,19 @@ test.describe("the interpreter probe", () => {
   });
 
   test("installs the torch the project supports, as exporter/versions.py says, CPU wheels on Linux", () => {
-    const primary = execFileSync("python3", [path.join(repo, "exporter", "versions.py"), "primary"], { encoding: "utf8" }).trim();
+    const recommended = execFileSync("python3", [path.join(repo, "exporter", "versions.py"), "recommended"], { encoding: "utf8" }).trim();
     const script = PROBE_SCRIPT.replace("missing = [", "missing = ['torch', 'onnxruntime'] or [");
     const probe = parseProbe(execFileSync("python3", ["-c", script], { encoding: "utf8", cwd: extension }));
     expect(probe.install).toEqual({
       commands: [
-        ["install", `torch==${primary}`, "--index-url", "https://download.pytorch.org/whl/cpu"],
-        ["install", "onnxruntime", `torch==${primary}`],
+        ["install", `torch==${recommended}`, "--index-url", "https://download.pytorch.org/whl/cpu"],
+        ["install", "onnxruntime", `torch==${recommended}`],
       ],
-      description: `pip will install torch ${primary} (CPU build, from https://download.pytorch.org/whl/cpu) and onnxruntime`,
+      description: `pip will install torch ${recommended} (CPU build, from https://download.pytorch.org/whl/cpu) and onnxruntime`,
     });
     expect(installArguments(probe.install)).toEqual([
-      ["-m", "pip", "install", `torch==${primary}`, "--index-url", "https://download.pytorch.org/whl/cpu"],
-      ["-m", "pip", "install", "onnxruntime", `torch==${primary}`],
+      ["-m", "pip", "install", `torch==${recommended}`, "--index-url", "https://download.pytorch.org/whl/cpu"],
+      ["-m", "pip", "install", "onnxruntime", `torch==${recommended}`],
     ]);
   });
 
