@@ -8,6 +8,11 @@
 * ``torchvision``: torchvision's classification models and its detection models (NMS,
   data-dependent shapes), random weights, one generated target file each; only where
   torchvision imports beside the installed torch (the torch 2.14.1 leg);
+* ``timm``: one model per architecture family (module) of the pinned timm, the smallest that
+  builds and runs in eager PyTorch (:mod:`tests.corpus.timm_models`), plus dynamic-shape
+  variants; only where timm (and so torchvision) imports beside the installed torch;
+* ``diffusers``: diffusers' UNets, autoencoders, adapters and diffusion transformers from small
+  configs (:mod:`tests.corpus.diffusers_models`), plus dynamic-shape variants;
 * ``fixtures`` and ``examples``: the project's own files, used in place (read-only);
 * ``export_scripts``: export scripts modelled on public ones written for the TorchScript
   exporter (``tests/corpus/export_scripts/``, sources in its README) and the project's own
@@ -28,8 +33,8 @@ from pathlib import Path
 
 from tests.corpus.common import REPO
 
-SOURCES = ("exportdb", "transformers", "torchvision", "fixtures", "examples", "export_scripts",
-           "variants")
+SOURCES = ("exportdb", "transformers", "torchvision", "timm", "diffusers", "fixtures", "examples",
+           "export_scripts", "variants")
 FIXTURES = REPO / "tests" / "exporter" / "fixtures"
 EXAMPLES = REPO / "examples"
 EXPORT_SCRIPTS = (REPO / "tests" / "corpus" / "export_scripts",
@@ -233,6 +238,64 @@ def materialize_torchvision(workspace: Path, names: Iterable[str] | None = None)
     return corpus
 
 
+# -- timm and diffusers (tests/corpus/timm_models.py, tests/corpus/diffusers_models.py) -------
+
+def materialize_timm(workspace: Path, jobs: int = 2, *, families: list[str] | None = None,
+                     names: set[str] | None = None, log: Callable[[str], None] | None = None
+                     ) -> Corpus:
+    """``families``: probe only these timm modules (default: all); ``names``: keep only these
+    target names (variants included)."""
+    from tests.corpus import timm_models
+
+    root = workspace / "timm"
+    root.mkdir(parents=True, exist_ok=True)
+    corpus = Corpus(workspace)
+    available, why = timm_models.timm_families()
+    if available is None:
+        corpus.not_buildable.append(NotBuildable("timm", "timm.*", why))
+        return corpus
+    probed = timm_models.probe_all([f for f in available if families is None or f in families],
+                                   jobs, log=log)
+    corpus.not_buildable += [NotBuildable("timm", f"timm.<{family}>", result.get("reason", ""))
+                             for family, result in probed.items() if not result.get("buildable")]
+    for spec in timm_models.specs(probed):
+        if names is not None and spec.name not in names:
+            continue
+        path = root / spec.file_name
+        path.write_text(timm_models.render(spec), encoding="utf-8")
+        corpus.files.append(CorpusFile("timm", path, root, [spec.name]))
+    return corpus
+
+
+def materialize_diffusers(workspace: Path, jobs: int = 2, *, names: set[str] | None = None,
+                          log: Callable[[str], None] | None = None) -> Corpus:
+    """``names``: keep (and probe) only these target names (a variant brings its class)."""
+    from tests.corpus import diffusers_models
+    from tests.corpus.probing import package_version
+
+    root = workspace / "diffusers"
+    root.mkdir(parents=True, exist_ok=True)
+    corpus = Corpus(workspace)
+    if package_version("diffusers") is None:
+        corpus.not_buildable.append(NotBuildable(
+            "diffusers", "diffusers.*", "diffusers is not installed (the `dev` extra)"))
+        return corpus
+    classes = [spec.name for spec in diffusers_models.MODELS
+               if names is None or any(n == spec.name or n.startswith(spec.name + ".")
+                                       for n in names)]
+    probed = diffusers_models.probe_all(classes, jobs, log=log)
+    corpus.not_buildable += [NotBuildable("diffusers", name, result.get("reason", ""))
+                             for name, result in probed.items() if not result.get("buildable")]
+    buildable = {name for name, result in probed.items() if result.get("buildable")}
+    for spec in diffusers_models.variants(buildable):
+        if names is not None and spec.name not in names:
+            continue
+        path = root / spec.file_name
+        path.write_text(diffusers_models.render(spec), encoding="utf-8")
+        corpus.files.append(CorpusFile("diffusers", path, root, [spec.name]))
+    return corpus
+
+
 # -- generated variants (tests/corpus/variants.py) -------------------------------------------
 
 def materialize_variants(workspace: Path, names: Iterable[str] | None = None) -> Corpus:
@@ -281,6 +344,10 @@ def materialize(workspace: Path, sources: Iterable[str] = SOURCES, jobs: int = 2
             corpus.extend(materialize_transformers(workspace, jobs, log=log))
         elif source == "torchvision":
             corpus.extend(materialize_torchvision(workspace))
+        elif source == "timm":
+            corpus.extend(materialize_timm(workspace, jobs, log=log))
+        elif source == "diffusers":
+            corpus.extend(materialize_diffusers(workspace, jobs, log=log))
         elif source == "variants":
             corpus.extend(materialize_variants(workspace))
         else:
