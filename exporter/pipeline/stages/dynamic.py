@@ -98,11 +98,13 @@ def run(ctx: CheckContext) -> None:
 
 
 def _outside(narrowed: tuple[Narrowed, ...], size_run: SizeRun) -> list[tuple[Narrowed, str]]:
-    """The narrowed dimensions this run sizes outside their valid range, with the side."""
+    """The narrowed dimensions this run sizes outside their valid range but within the range
+    checked (not size 1, whose run is its own), with the side."""
     found = []
     for item in narrowed:
         size = size_run.sizes.get(item.dim.name)
-        if size is not None and not item.valid.holds(size):
+        if size is not None and not item.valid.holds(size) \
+                and item.dim.low <= size <= item.dim.high:
             found.append((item, "below" if size < item.valid.low else "above"))
     return found
 

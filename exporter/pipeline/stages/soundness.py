@@ -77,8 +77,12 @@ def report_narrowed(ctx: CheckContext, program: Any,
                 seen.add(dim.name)
                 narrowed.append((dim, captured))
     found = []
+    recaptured: list[NarrowingGuard] | None = None  # one draft export per check, at most
     for dim, captured in narrowed:
-        located = _narrowing_guards(ctx, guards, dim, captured) or _recaptured_guards(ctx)
+        located = _narrowing_guards(ctx, guards, dim, captured)
+        if not located:
+            recaptured = _recaptured_guards(ctx) if recaptured is None else recaptured
+            located = recaptured
         found.append(_report(ctx, dim, captured, located))
     return tuple(found)
 

@@ -102,6 +102,7 @@ EXPECTED = {
         ("ONNX107", "bounded.py", 23, 9, 23, 78, "warning"),
         ("ONNX107", "bounded.py", 38, 12, 38, 40, "warning"),
         ("ONNX107", "bounded.py", 48, 12, 48, 32, "warning"),
+        ("ONNX107", "bounded.py", 61, 12, 61, 32, "warning"),
     ],
     "soundness/decorated.py": [
         ("ONNX201", "decorated.py", 25, 16, 25, 35, "error"),

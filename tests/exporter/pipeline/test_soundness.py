@@ -67,6 +67,18 @@ def test_a_narrowing_no_run_confirms_is_a_warning_that_says_so(bounded):
         "graph holds for).")
 
 
+def test_pytorch_failing_at_size_1_says_nothing_of_a_narrowed_upper_bound(bounded):
+    """diffusers' AutoencoderKL (issue 38): the run at size 1, below the range checked, is no
+    evidence about the bound the capture narrowed (63)."""
+    diagnostic = _only(bounded["NoSingleSample"], "ONNX107")
+    assert (diagnostic.severity, diagnostic.location.range.start.line) == ("warning", 61)
+    assert "batch=1" not in diagnostic.message
+    assert diagnostic.message.endswith(
+        "Not confirmed: ONNX Runtime matched PyTorch at batch=64 (just above the range the "
+        "graph holds for).")
+    assert any("batch=1" in note for note in bounded["NoSingleSample"].summary["dynamic_not_run"])
+
+
 def test_a_named_range_narrowed_by_a_guard_is_an_error_at_the_guard(narrowed):
     diagnostic = _only(narrowed["Tail"], "ONNX107")
     assert diagnostic.severity == "error"
