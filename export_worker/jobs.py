@@ -17,6 +17,7 @@ from exporter.findings.result import CheckResult, TargetResult
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.session import ExportSession
 from exporter.reports.serialize import diagnostic_to_data, result_to_data
+from exporter.source.notebooks import module_of_cells
 from exporter.source.text import Sources
 
 #: the stages whose findings a check with ``progress`` reports as soon as they end
@@ -36,7 +37,9 @@ def run_job(session: ExportSession, request: JobRequest,
     # stops Python code where it runs (ONNX901 at that line); native code is stopped by the
     # worker a moment later
     session.timeout = request.timeout
-    found = session.discover(path, sources.read(path))
+    notebook = module_of_cells([(cell.number, cell.text) for cell in request.notebook_cells]) \
+        if request.notebook_cells else None
+    found = session.discover(path, sources.read(path), notebook)
     target = next((t for t in found.targets if t.name == request.target), None)
     if target is None:
         return JobAnswer(error=f"no export target {request.target!r} in {path.name}")

@@ -16,6 +16,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from exporter.config.options import ExportOptions
 from exporter.reports.graph_view import GraphFiles
+from exporter.source.notebooks import CellSource
 
 JobKind = Literal["check", "save", "run", "graph"]
 #: why a job has no answer: killed at its deadline, past its memory limit, its process died,
@@ -35,6 +36,8 @@ class JobRequest:
     workspace: str
     target: str
     text: str | None = None  # the editor's unsaved text; None: the file on disk
+    #: a notebook's code cells when ``text`` is their module (targets are named by cell)
+    notebook_cells: list[CellSource] = field(default_factory=list)
     settings: ExportOptions = field(default_factory=ExportOptions)
     timeout: float | None = None  # seconds; None: no limit
     memory_limit_mb: int | None = None

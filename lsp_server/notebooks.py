@@ -38,7 +38,7 @@ class NotebookView:
     @cached_property
     def targets(self) -> list[Target]:
         """The notebook's targets, found once per checked text (CodeLens and hover ask often)."""
-        return discover(self.path, self.module.text).targets
+        return discover(self.path, self.module.text, self.module).targets
 
     def cell_of(self, cell_uri: str) -> CodeCell | None:
         wanted = unquote(cell_uri)

@@ -27,6 +27,7 @@ from exporter.findings.diagnostics import Diagnostic
 from exporter.findings.result import CheckResult
 from exporter.reports.render import apply_severity, filter_rules
 from exporter.reports.writing import write_text_atomically
+from exporter.source.notebooks import is_notebook, recent_notebook
 from exporter.source.targets import Target
 from exporter.source.text import read_source
 from lsp_server.admission import Focus, default_budget_mb, default_slots
@@ -185,8 +186,10 @@ class OnnxLensServer(LanguageServer):
         """A worker job for ``target`` as the user's editor shows ``text``, with the limits
         and tolerances of the current settings."""
         settings = self.settings
+        notebook = recent_notebook(text) if is_notebook(target.path) else None
         return JobRequest(kind, str(target.path), str(self.root_for(target.path)), target.name,
-                          text=text, timeout=settings.timeoutSeconds,
+                          text=text, notebook_cells=list(notebook.sources) if notebook else [],
+                          timeout=settings.timeoutSeconds,
                           memory_limit_mb=settings.memoryLimitMB,
                           settings=settings.export,
                           record_inputs=kind == "check", **extra)

@@ -14,6 +14,7 @@ from exporter.findings.result import CheckResult, TargetResult
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.registries import Registries
 from exporter.pipeline.user_modules import isolated_import_path
+from exporter.source.notebooks import NotebookModule
 from exporter.source.targets import Discovery, Target, discover
 from exporter.source.text import Sources, decoding_problem, read_source
 
@@ -78,8 +79,9 @@ class ExportSession:
         default), with ``table`` registered on top."""
         return self.registries.get(opset, table)
 
-    def discover(self, path: Path, source: str | None = None) -> Discovery:
-        return discover(path, read_source(path) if source is None else source)
+    def discover(self, path: Path, source: str | None = None,
+                 notebook: NotebookModule | None = None) -> Discovery:
+        return discover(path, read_source(path) if source is None else source, notebook)
 
     def check_target(self, target: Target, workspace: Path) -> TargetResult:
         return self.run_target(target, workspace)[1]

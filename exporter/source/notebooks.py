@@ -20,6 +20,7 @@ import json
 import json.decoder
 import json.scanner
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,10 +76,20 @@ class CellPosition:
 
 
 @dataclass(frozen=True)
+class CellSource:
+    """A code cell as the notebook holds it: what a module is built from (and what the
+    language server sends the worker with a notebook's unsaved text)."""
+
+    number: int  # 1-based, over all cells of the notebook
+    text: str
+
+
+@dataclass(frozen=True)
 class NotebookModule:
     text: str  # the module a check imports (and every line of it a line of one cell)
     cells: tuple[CodeCell, ...]
     problems: tuple[CellProblem, ...]
+    sources: tuple[CellSource, ...] = ()
 
     def cell_at(self, line: int) -> CodeCell | None:
         for cell in self.cells:
@@ -140,6 +151,18 @@ def module_of_cells(cells: list[tuple[int, str]]) -> NotebookModule:
     return _module([(number, text, ()) for number, text in cells], False)
 
 
+def recent_notebook(text: str) -> NotebookModule | None:
+    """The notebook module built last in this process whose text is ``text``: an editor's
+    notebook is checked as its module's text, and naming a target by its cell needs the cells."""
+    with _RECENT_LOCK:
+        return _RECENT.get(text)
+
+
+_RECENT: dict[str, NotebookModule] = {}
+_RECENT_KEPT = 16
+_RECENT_LOCK = threading.Lock()  # the language server discovers in threads
+
+
 def _module(code: list[tuple[int, str, tuple[tuple[int, int], ...]]],
             ascii_escaped: bool) -> NotebookModule:
     module_lines: list[str] = []
@@ -153,8 +176,14 @@ def _module(code: list[tuple[int, str, tuple[tuple[int, int], ...]]],
         code_cells.append(CodeCell(number, len(module_lines) + 1, lines, raw_starts,
                                    ascii_escaped))
         module_lines += python or [""]
-    return NotebookModule("".join(line + "\n" for line in module_lines), tuple(code_cells),
-                          tuple(problems))
+    module = NotebookModule("".join(line + "\n" for line in module_lines), tuple(code_cells),
+                            tuple(problems), tuple(CellSource(n, text) for n, text, _ in code))
+    with _RECENT_LOCK:
+        _RECENT.pop(module.text, None)
+        _RECENT[module.text] = module
+        while len(_RECENT) > _RECENT_KEPT:
+            del _RECENT[next(iter(_RECENT))]
+    return module
 
 
 def _source_pieces(source: object) -> list[str]:

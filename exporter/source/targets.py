@@ -23,6 +23,7 @@ from exporter.source.export_calls import (
     legacy_argument_diagnostics,
     takes_no_arguments,
 )
+from exporter.source.notebooks import NotebookModule, is_notebook, recent_notebook
 from exporter.source.text import (
     char_column,
     node_range,
@@ -128,9 +129,15 @@ class _PragmaText:
                         last_line, offset + len(text.rstrip()) + 1)
 
 
-def discover(path: Path, source: str) -> Discovery:
-    """Find the targets of one file. Malformed pragmas become ONNX001 diagnostics."""
+def discover(path: Path, source: str, notebook: NotebookModule | None = None) -> Discovery:
+    """Find the targets of one file. Malformed pragmas become ONNX001 diagnostics.
+    ``notebook``: the notebook whose module ``source`` is (default: the file on disk, when its
+    module is ``source``), so that a target named by a line is named by its cell's line."""
     source = without_bom(source)
+    if notebook is None and is_notebook(path):
+        notebook = recent_notebook(source) or notebook_at(path)
+    if notebook is not None and notebook.text != source:
+        notebook = None
     lines = split_lines(source)
     try:
         tree = parse_python(source, filename=str(path))
@@ -158,7 +165,7 @@ def discover(path: Path, source: str) -> Discovery:
         target, problems = _build_target(path, lines, node, pragma, exportable)
         diagnostics.extend(problems)
         if target is not None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            targets += _export_call_targets(tree, node, target, lines) or [target]
+            targets += _export_call_targets(tree, node, target, lines, notebook) or [target]
         elif target is not None:
             targets.append(target)
 
@@ -172,7 +179,7 @@ def discover(path: Path, source: str) -> Discovery:
                 Location(path, Range.of(number, start + 1, number, len(text.rstrip()) + 1)),
                 target="",
             ))
-    diagnostics.extend(_unparsable_cells(path, source))
+    diagnostics.extend(_unparsable_cells(path, notebook))
     diagnostics.extend(legacy_argument_diagnostics(tree, export_calls(path, tree, lines), lines))
     _report_duplicate_names(targets, diagnostics)
     bindings = _top_level_bindings(tree)
@@ -182,11 +189,10 @@ def discover(path: Path, source: str) -> Discovery:
     return Discovery(targets, diagnostics)
 
 
-def _unparsable_cells(path: Path, source: str) -> list[Diagnostic]:
+def _unparsable_cells(path: Path, notebook: NotebookModule | None) -> list[Diagnostic]:
     """ONNX002 on each code cell of a notebook that Python cannot parse (the notebook's
     module leaves it out: exporter/source/notebooks.py)."""
-    notebook = notebook_at(path)
-    if notebook is None or notebook.text != source:
+    if notebook is None:
         return []
     found = []
     for problem in notebook.problems:
@@ -333,15 +339,22 @@ def _build_target(
 
 
 def _export_call_targets(tree: ast.Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
-                         target: Target, lines: list[str]) -> list[Target]:
+                         target: Target, lines: list[str],
+                         notebook: NotebookModule | None) -> list[Target]:
     """A function that exports (calls torch.onnx.export, itself or through helpers of this
-    file) is one target per call, named ``function@line`` and located at the call."""
+    file) is one target per call, named ``function@line`` and located at the call; in a
+    notebook ``function@cellC:L``, the line counted in its cell as the user sees it."""
     if not takes_no_arguments(node):
         return []
     sites = export_call_sites(tree, node)
-    return [replace(target, name=f"{target.name}@{call.lineno}",
+    return [replace(target, name=f"{target.name}@{_line_label(call.lineno, notebook)}",
                     definition=node_range(call.func, lines), export_call_line=call.lineno)
             for call in sites]
+
+
+def _line_label(line: int, notebook: NotebookModule | None) -> str:
+    position = notebook.position(line) if notebook is not None else None
+    return f"cell{position.cell}:{position.line}" if position is not None else str(line)
 
 
 def _definition_name_range(node: ast.stmt, lines: list[str]) -> Range:

@@ -87,3 +87,46 @@ async def test_findings_land_on_their_cells_and_clear_after_the_fix(tmp_path):
             notebook_document=types.NotebookDocumentIdentifier(uri=notebook_uri),
             cell_text_documents=[types.TextDocumentIdentifier(uri=_cell_uri(notebook, n))
                                  for n in texts]))
+
+
+EXPORTING_CELLS = {
+    1: "import torch\n",
+    2: "class Branching(torch.nn.Module):\n    def forward(self, x):\n"
+       "        if x.sum() > 0:\n            return x\n        return -x\n",
+    3: "# onnx-export:\ndef export_branching():\n    x = torch.randn(2, 3)\n"
+       '    torch.onnx.export(Branching(), (x,), "branching.onnx", dynamo=True)\n',
+}
+
+
+async def test_an_export_call_in_an_edited_notebook_is_named_by_its_cell_and_checked(tmp_path):
+    """Issue 38: an export call's target in a notebook is named by its cell and line
+    (``export_branching@cell3:4``), never by a line of the module the cells make, also while
+    the open cells differ from the saved file (the worker finds the target by that name)."""
+    notebook = tmp_path / "exports.ipynb"
+    notebook.write_text(json.dumps({"cells": [
+        {"cell_type": "code", "metadata": {}, "source": text.splitlines(True), "outputs": [],
+         "execution_count": None} for text in EXPORTING_CELLS.values()],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (tmp_path / "pyproject.toml").write_text("")
+    # unsaved: two lines more in cell 1, so the module's lines are not the saved file's
+    texts = {**EXPORTING_CELLS, 1: "import torch\n\nprint('edited')\n"}
+    notebook_uri = uri_of(notebook)
+    async with served(tmp_path) as client:
+        client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook_uri, notebook_type="jupyter-notebook", version=1,
+                cells=[types.NotebookCell(kind=types.NotebookCellKind.Code,
+                                          document=_cell_uri(notebook, number))
+                       for number in texts]),
+            cell_text_documents=[types.TextDocumentItem(
+                uri=_cell_uri(notebook, number), language_id="python", version=1, text=text)
+                for number, text in texts.items()]))
+        found = await diagnostics_for(client, _cell_uri(notebook, 2), lambda d: bool(d))
+        assert [(d.code, d.range.start.line, d.range.start.character) for d in found] == [
+            ("ONNX101", 2, 11)]  # cell 2, line 3: `x.sum() > 0`
+        lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=_cell_uri(notebook, 3))))
+        assert [(lens.range.start.line, lens.command.title, list(lens.command.arguments))
+                for lens in lenses][:1] == [
+            (3, "✗ ONNX · 1 problem", [notebook_uri, "export_branching@cell3:4"])]
+        assert not (tmp_path / "branching.onnx").exists()

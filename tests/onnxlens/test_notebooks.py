@@ -240,19 +240,20 @@ def test_a_notebooks_exports_run_as_when_run_and_its_targets_are_checked(exporti
     so the later cells and the targets load; the target's own call fails where the notebook
     swallows it, and a failing top-level call is caught by the notebook as when run."""
     report = exporting_notebooks[0]
-    # (an export call's target is named by the line of the notebook's module)
+    # (an export call's target is named by its cell and its line in the cell, as the user
+    # sees it: never by a line of the module the cells make, which no cell has)
     assert {t["name"]: (t["path"], t["cell"], t["range"]["start"]["line"], t["ok"])
             for t in report["targets"]} == {
         "Doubling": ("exports.ipynb", 2, 2, True),
-        "export_cell@30": ("exports.ipynb", 10, 3, True),
-        "export_two@9": ("earlier.ipynb", 2, 3, True),
-        "export_two@12": ("earlier.ipynb", 2, 6, True),
-        "export_swallowed@16": ("swallowed.ipynb", 3, 4, False),
+        "export_cell@cell10:3": ("exports.ipynb", 10, 3, True),
+        "export_two@cell2:3": ("earlier.ipynb", 2, 3, True),
+        "export_two@cell2:6": ("earlier.ipynb", 2, 6, True),
+        "export_swallowed@cell3:4": ("swallowed.ipynb", 3, 4, False),
     }
     assert [(d["rule"], d["target"], d["path"], d["cell"], d["range"]["start"]["line"],
              d["range"]["start"]["column"], d["range"]["end"]["column"])
             for d in report["diagnostics"]] == [
-        ("ONNX101", "export_swallowed@16", "swallowed.ipynb", 1, 6, 12, 23)]
+        ("ONNX101", "export_swallowed@cell3:4", "swallowed.ipynb", 1, 6, 12, 23)]
     assert report["diagnostics"][0]["message"].startswith(
         "`if x.sum() > 0:` depends on the values inside a tensor")
 
