@@ -1,9 +1,9 @@
 """The corpus's CI subset, chosen by rule: every ExportDB example, every fixture, example and
 export script of this project (and those modelled on public ones), every third generated
-variant (tests/corpus/variants.py; the full corpus runs them all), a handful of transformers
-architectures (a tied-embedding causal LM, an encoder, an encoder–decoder, a windowed vision
-model, a decoder with dynamic batch and sequence) and, where torchvision imports (the torch
-2.14.1 leg), two classification models and a detection model.
+variant of each mechanism (tests/corpus/variants/; the full corpus runs them all), a handful
+of transformers architectures (a tied-embedding causal LM, an encoder, an encoder–decoder, a
+windowed vision model, a decoder with dynamic batch and sequence) and, where torchvision imports
+(the torch 2.14.1 leg), two classification models and a detection model.
 
 A test of a speed shortcut checks the same subset again with the shortcut switched off and
 compares onnxlens's verdicts::
@@ -33,6 +33,7 @@ from tests.corpus.corpus import (
 )
 from tests.corpus.harness import Outcome, TargetKey, run_corpus
 from tests.corpus.harness import lens_verdicts as _lens_verdicts
+from tests.corpus.variants.common import Variant
 
 #: with torchvision (the torch 2.14.1 leg): classification and a detection model (NMS)
 CI_TORCHVISION = ("resnet18", "mobilenet_v3_small", "fasterrcnn_mobilenet_v3_large_320_fpn")
@@ -40,11 +41,11 @@ CI_TRANSFORMERS = ("hf.gpt2", "hf.llama.tied", "hf.bert", "hf.t5", "hf.swin", "h
 CI_MODEL_TYPES = ("gpt2", "llama", "bert", "t5", "swin")
 
 
-def ci_variants() -> list[str]:
-    """Every third generated variant: each mechanism's forms, in a third of the time."""
-    from tests.corpus.variants import all_variants
+def ci_variants() -> list[Variant]:
+    """Every third generated variant of each mechanism: its forms, in a third of the time."""
+    from tests.corpus.variants import MECHANISMS
 
-    return [variant.name for variant in all_variants()[::3]]
+    return [variant for generate in MECHANISMS.values() for variant in generate()[::3]]
 
 
 #: the subset in parts, each judged on its own in one pytest-xdist process (tests/conftest.py):
@@ -75,7 +76,8 @@ def ci_ids(part: str | None = None) -> list[str]:
             ids += [row_id(source, corpus_file.label, t) for t in corpus_file.targets]
             ids += [row_id(source, corpus_file.label, f"(pragma, line {p.line})")
                     for p in corpus_file.annotation_problems]
-    ids += [row_id("variants", name.replace(".", "_") + ".py", name) for name in ci_variants()]
+    ids += [row_id("variants", variant.file_name, variant.target_name)
+            for variant in ci_variants()]
     ids += [f"transformers:{name.replace('.', '_').replace('-', '_')}.py::{name}"
             for name in CI_TRANSFORMERS]
     if torchvision_models() is not None:
@@ -96,7 +98,7 @@ def ci_corpus(workspace: Path, part: str | None = None) -> Corpus:
     if part in (None, "project"):
         for source in ("fixtures", "examples", "export_scripts"):
             corpus.extend(project_files(source))
-        corpus.extend(materialize_variants(workspace, ci_variants()))
+        corpus.extend(materialize_variants(workspace, [v.name for v in ci_variants()]))
     if part in (None, "models"):
         corpus.extend(materialize_transformers(workspace, types=list(CI_MODEL_TYPES),
                                                names=set(CI_TRANSFORMERS)))

@@ -296,7 +296,7 @@ def materialize_diffusers(workspace: Path, jobs: int = 2, *, names: set[str] | N
     return corpus
 
 
-# -- generated variants (tests/corpus/variants.py) -------------------------------------------
+# -- generated variants (tests/corpus/variants/) -------------------------------------------
 
 def materialize_variants(workspace: Path, names: Iterable[str] | None = None) -> Corpus:
     """Every generated variant (only ``names`` when given), a file each."""
@@ -306,7 +306,7 @@ def materialize_variants(workspace: Path, names: Iterable[str] | None = None) ->
     chosen = [v for v in all_variants() if names is None or v.name in set(names)]
     corpus = Corpus(workspace)
     for variant, path in zip(chosen, write_variants(root, chosen)):
-        corpus.files.append(CorpusFile("variants", path, root, [variant.name]))
+        corpus.files.append(CorpusFile("variants", path, root, [variant.target_name]))
     return corpus
 
 

@@ -1,4 +1,4 @@
-"""The generated variants (tests/corpus/variants.py): every form of each list is drawn, and
+"""The generated variants (tests/corpus/variants/): every form of each list is drawn, and
 onnxlens places each finding where the variant says it belongs (the corpus's judge compares
 the verdicts with the plain exporter's; it does not know the guard's line)."""
 
@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.corpus import variants
+from tests.corpus.variants import soundness, write_variants
 
 
 def test_every_choice_of_every_list_is_drawn():
-    drawn = {choice for variant in variants.soundness_variants() for choice in variant.choices}
-    expected = {f"axis={axis}" for axis in variants.AXES} | set(variants.COMPARISONS) \
-        | set(variants.FORMS)
+    drawn = {choice for variant in soundness.soundness_variants() for choice in variant.choices}
+    expected = {f"axis={axis}" for axis in soundness.AXES} | set(soundness.COMPARISONS) \
+        | set(soundness.FORMS)
     assert expected <= drawn
     declarations = {c for c in drawn if "Dim" in c or c.startswith('"')}
     assert {"Dim.AUTO", "Dim.DYNAMIC"} <= declarations
@@ -22,8 +22,8 @@ def test_every_choice_of_every_list_is_drawn():
 @pytest.fixture(scope="module")
 def soundness_results(session, tmp_path_factory):
     root = tmp_path_factory.mktemp("variants")
-    chosen = variants.soundness_variants()
-    paths = variants.write_variants(root, chosen)
+    chosen = soundness.soundness_variants()
+    paths = write_variants(root, chosen)
     return [(variant, session.check_file(path, root)) for variant, path in zip(chosen, paths)]
 
 

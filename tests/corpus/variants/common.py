@@ -1,0 +1,44 @@
+"""What a generated variant is, and how it is written into a workspace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Variant:
+    mechanism: str
+    name: str  # the variant's name: ``variant.soundness.07`` (the target's, unless ``target``)
+    source: str  # the text of the file that holds the target
+    line: int  # the line a finding belongs on (1-based): the guard, the failing call; 0: none
+    choices: tuple[str, ...] = ()  # what was drawn, for the coverage test
+    #: the target's name as onnxlens discovers it, when not ``name`` (an export call's
+    #: ``function@line``)
+    target: str = ""
+    #: other files the target imports, as (path relative to the variants' root, text)
+    files: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def target_name(self) -> str:
+        return self.target or self.name
+
+    @property
+    def file_name(self) -> str:
+        return self.name.replace(".", "_") + ".py"
+
+
+def write_variants(root: Path, variants: list[Variant]) -> list[Path]:
+    """Write each variant's file (and its other files) under ``root``; the target files'
+    paths, in order."""
+    root.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for variant in variants:
+        for relative, text in variant.files:
+            other = root / relative
+            other.parent.mkdir(parents=True, exist_ok=True)
+            other.write_text(text, encoding="utf-8")
+        path = root / variant.file_name
+        path.write_text(variant.source, encoding="utf-8")
+        paths.append(path)
+    return paths
