@@ -17,27 +17,23 @@ versions and this file's hash.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.corpus.common import (
-    CACHE,
-    PYTHON,
-    REPO,
-    child_env,
-    dumps,
-    file_hash,
-    from_json,
-    sha256,
-    versions,
+from tests.corpus.common import PYTHON, REPO, child_env, from_json, to_json
+from tests.corpus.probing import (
+    Log,
+    ProbeTimeout,
+    cache_file,
+    emit,
+    first_line,
+    probe_cached,
+    quiet,
+    time_limit,
 )
 
 PROBE_SECONDS = 60  # an architecture whose build + eager forward takes longer is skipped
@@ -107,24 +103,6 @@ class ProbeResult:
 
 
 # -- probing (in a worker process) -----------------------------------------------------------
-
-class _Timeout(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: int) -> Iterator[None]:
-    def expire(signum: int, frame: Any) -> None:
-        raise _Timeout(f"more than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
 
 def _class(name: str) -> Any:
     import transformers
@@ -297,11 +275,6 @@ def _parameters_on_meta(model_class: Any, config: Any) -> int:
     return sum(parameter.numel() for parameter in model.parameters())
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
-
-
 def probe(model_type: str) -> ProbeResult:
     import torch
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
@@ -312,7 +285,7 @@ def probe(model_type: str) -> ProbeResult:
         model_class_name = choose_model_class(model_type, default.is_encoder_decoder)
         model_class = _class(model_class_name)
     except Exception as error:
-        return ProbeResult(model_type, False, f"config or class: {_first_line(error)}")
+        return ProbeResult(model_type, False, f"config or class: {first_line(error)}")
     reasons = []
     for level in LEVELS:
         if level == "small-image64" and _find(default, "image_size") is None:
@@ -322,13 +295,13 @@ def probe(model_type: str) -> ProbeResult:
             config = config_class(**kwargs)
             parameters = _parameters_on_meta(model_class, config)
         except Exception as error:
-            reasons.append(f"{level} config: {_first_line(error)}")
+            reasons.append(f"{level} config: {first_line(error)}")
             continue
         if parameters > MAX_PARAMETERS:
             reasons.append(f"{level} config: {parameters / 1e6:.0f}M parameters")
             continue
         try:
-            with _time_limit(PROBE_SECONDS):
+            with time_limit(PROBE_SECONDS):
                 torch.manual_seed(0)
                 model = model_class(config).eval()
                 candidates = input_candidates(model, config)
@@ -341,11 +314,11 @@ def probe(model_type: str) -> ProbeResult:
                     try:
                         with torch.no_grad():
                             model(**make_inputs(inputs))
-                    except _Timeout:
+                    except ProbeTimeout:
                         raise
                     except Exception as error:
                         reasons.append(f"{level} eager {[i.shape for i in inputs]}: "
-                                       f"{_first_line(error)}")
+                                       f"{first_line(error)}")
                         continue
                     seconds = time.perf_counter() - started
                     if seconds > SLOW_EAGER_SECONDS:
@@ -357,27 +330,22 @@ def probe(model_type: str) -> ProbeResult:
                                     eager_seconds=seconds,
                                     parameters=parameters)
                     return ProbeResult(model_type, True, spec=spec)
-        except _Timeout as error:
+        except ProbeTimeout as error:
             reasons.append(f"{level}: build and eager forward took {error}")
         except Exception as error:
-            reasons.append(f"{level} build: {_first_line(error)}")
+            reasons.append(f"{level} build: {first_line(error)}")
     return ProbeResult(model_type, False, " | ".join(reasons)[:1000])
 
 
 def _worker(model_types: list[str]) -> None:
-    import logging
-    import warnings
-
-    warnings.filterwarnings("ignore")
-    logging.disable(logging.WARNING)
+    quiet()
     for model_type in model_types:
         print(f"probing {model_type}", file=sys.stderr, flush=True)
         try:
             result = probe(model_type)
         except BaseException as error:  # one bad architecture ends nothing
-            result = ProbeResult(model_type, False, f"probe: {_first_line(error)}")
-        sys.stdout.write(dumps(result) + "\n")
-        sys.stdout.flush()
+            result = ProbeResult(model_type, False, f"probe: {first_line(error)}")
+        emit({"name": model_type, **to_json(result)})
 
 
 # -- probing (from the harness) --------------------------------------------------------------
@@ -390,79 +358,17 @@ def model_types() -> list[str]:
     return result.stdout.split()
 
 
-def _probe_cache() -> Path:
-    key = sha256(json.dumps({"versions": versions(), "code": file_hash(Path(__file__))},
-                            sort_keys=True))
-    return CACHE / "corpus" / f"hf-probe-{key[:24]}.jsonl"
-
-
 def probe_all(jobs: int = 2, *, types: list[str] | None = None,
-              log: Any = None) -> list[ProbeResult]:
-    """Probe every model type (or ``types``), ``jobs`` worker processes at a time; cached."""
+              log: Log | None = None) -> list[ProbeResult]:
+    """Probe every model type (or ``types``), ``jobs`` worker processes at a time; cached.
+    The workers use every thread, as the checks do: the eager forward is timed."""
     wanted = types or model_types()
-    cache_file = _probe_cache()
-    known: dict[str, ProbeResult] = {}
-    if cache_file.is_file():
-        for line in cache_file.read_text().splitlines():
-            result = from_json(ProbeResult, json.loads(line))
-            known[result.model_type] = result
-    missing = [t for t in wanted if t not in known]
-    if missing:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        chunks = [missing[index::jobs] for index in range(max(jobs, 1))]
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-            for results in pool.map(lambda chunk: _probe_chunk(chunk, log), chunks):
-                with cache_file.open("a") as handle:
-                    for result in results:
-                        handle.write(dumps(result) + "\n")
-                        known[result.model_type] = result
-    return [known[t] for t in wanted]
-
-
-def _probe_chunk(model_types: list[str], log: Any) -> list[ProbeResult]:
-    """Probe in one worker; a worker that hangs or dies is replaced, its type not buildable."""
-    results: list[ProbeResult] = []
-    remaining = list(model_types)
-    while remaining:
-        command = [str(PYTHON), "-m", "tests.corpus.hf_probe", *remaining]
-        process = subprocess.Popen(command, cwd=REPO, env=child_env(), text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        assert process.stdout is not None
-        deadline = _Deadline(PROBE_SECONDS * 3)
-        import selectors
-
-        selector = selectors.DefaultSelector()
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while remaining:
-            if not selector.select(timeout=deadline.left()):
-                break  # hung: kill it and go on with the next type
-            line = process.stdout.readline()
-            if not line:
-                break  # died
-            result = from_json(ProbeResult, json.loads(line))
-            results.append(result)
-            remaining.remove(result.model_type)
-            deadline = _Deadline(PROBE_SECONDS * 3)
-            if log:
-                log(f"probe {result.model_type}: "
-                    f"{'buildable' if result.buildable else result.reason[:100]}")
-        process.kill()
-        process.wait()
-        selector.close()
-        if remaining:
-            lost = remaining.pop(0)
-            results.append(ProbeResult(lost, False, "probe: the worker hung or crashed"))
-    return results
-
-
-class _Deadline:
-    def __init__(self, seconds: float):
-        self.end = time.monotonic() + seconds
-
-    def left(self) -> float:
-        return max(self.end - time.monotonic(), 0.0)
+    found = probe_cached("tests.corpus.hf_probe", wanted,
+                         cache_file("hf", Path(__file__), ("transformers",)), jobs=jobs,
+                         item_seconds=PROBE_SECONDS * 3, log=log, env={})
+    return [from_json(ProbeResult, {**{key: value for key, value in found[name].items()
+                                       if key != "name"}, "model_type": name})
+            for name in wanted]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,8 @@
 share (:mod:`tests.corpus.timm_models`, :mod:`tests.corpus.diffusers_models`).
 
 A probe module runs as ``python -m MODULE NAME...`` and prints one JSON object a line, each with
-the ``name`` it probed. :func:`probe_cached` runs the names not cached yet in ``jobs`` workers,
+the ``name`` it probed, on a stream of its own (:func:`quiet`): what the models it builds print
+goes to its standard error. :func:`probe_cached` runs the names not cached yet in ``jobs`` workers,
 replaces a worker that hangs or dies (its name recorded as not buildable), and appends every
 result to a JSON-lines file under ``~/.cache/onnxlens/corpus/``.
 """
@@ -44,8 +45,11 @@ def cache_file(kind: str, code: Path, packages: tuple[str, ...]) -> Path:
 
 
 def probe_cached(module: str, names: list[str], cache: Path, *, jobs: int = 2,
-                 item_seconds: float = 300.0, log: Log | None = None) -> dict[str, dict[str, Any]]:
-    """name -> the probe's JSON object, for every name (cached, or probed now)."""
+                 item_seconds: float = 300.0, log: Log | None = None,
+                 env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """name -> the probe's JSON object, for every name (cached, or probed now). ``env``: the
+    workers' environment on top of the corpus's (default: one thread each)."""
+    extra = {"OMP_NUM_THREADS": "1"} if env is None else env
     known: dict[str, dict[str, Any]] = {}
     if cache.is_file():
         for line in cache.read_text().splitlines():
@@ -57,7 +61,8 @@ def probe_cached(module: str, names: list[str], cache: Path, *, jobs: int = 2,
         chunks = [chunk for chunk in (missing[index::max(jobs, 1)]
                                       for index in range(max(jobs, 1))) if chunk]
         with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-            for results in pool.map(lambda chunk: _probe_chunk(module, chunk, item_seconds, log),
+            for results in pool.map(lambda chunk: _probe_chunk(module, chunk, item_seconds, log,
+                                                                 extra),
                                     chunks):
                 with cache.open("a") as handle:
                     for result in results:
@@ -66,13 +71,13 @@ def probe_cached(module: str, names: list[str], cache: Path, *, jobs: int = 2,
     return {name: known[name] for name in names}
 
 
-def _probe_chunk(module: str, names: list[str], item_seconds: float,
-                 log: Log | None) -> list[dict[str, Any]]:
+def _probe_chunk(module: str, names: list[str], item_seconds: float, log: Log | None,
+                 env: dict[str, str]) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     remaining = list(names)
     while remaining:
         process = subprocess.Popen([str(PYTHON), "-m", module, *remaining], cwd=REPO,
-                                   env=child_env({"OMP_NUM_THREADS": "1"}), text=True,
+                                   env=child_env(env), text=True,
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert process.stdout is not None
         selector = selectors.DefaultSelector()
@@ -124,20 +129,29 @@ def first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
 
 
+_PROTOCOL: list[Any] = []  # the worker's results stream, once quiet() made it
+
+
 def quiet() -> None:
-    """A worker's warnings and library logging off: its standard output is the protocol."""
+    """A worker's warnings and library logging off, and its results on a stream of their own:
+    the standard output's descriptor, which from now on goes to standard error, so that what a
+    model prints (a probe of a transformers model that printed broke the JSON) is no result."""
     import logging
+    import os
+    import sys
     import warnings
 
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
+    sys.stdout.flush()
+    _PROTOCOL.append(os.fdopen(os.dup(1), "w", encoding="utf-8"))
+    os.dup2(2, 1)
 
 
 def emit(result: dict[str, Any]) -> None:
-    import sys
-
-    sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
-    sys.stdout.flush()
+    stream = _PROTOCOL[-1]
+    stream.write(json.dumps(result, sort_keys=True) + "\n")
+    stream.flush()
 
 
 def timed(call: Callable[[], Any]) -> float:
