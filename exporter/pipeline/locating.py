@@ -63,10 +63,41 @@ def pretty_source(source: str) -> str:
 
 
 def guards_a_dimension(data: dict[str, Any]) -> bool:
-    """Whether a guard a draft export added names an input's size. A guard on unbacked values
-    only (``Ne(u0, 1)``, from a data-dependent branch) fixes no dimension: its cause is the
-    data-dependent expression (ONNX101), not a specialization (ONNX102)."""
-    return bool(data.get("symbol_to_sources"))
+    """Whether a guard a draft export added constrains an input's size. A guard on unbacked
+    values only (``Ne(u0, 1)``, from a data-dependent branch) fixes no dimension: its cause is
+    the data-dependent expression (ONNX101), not a specialization (ONNX102); nor does a guard
+    true at every size (``((s77//2)) <= s77``, from slicing ``x[: x.shape[0] // 2]``)."""
+    return bool(data.get("symbol_to_sources")) \
+        and not holds_at_every_size(str(data.get("expr") or ""))
+
+
+_SIZE_SYMBOL = re.compile(r"\bs\d+\b")
+
+
+def holds_at_every_size(expression: str) -> bool:
+    """Whether torch's guard ``expression`` over sizes (``s0``, ``s77``) is true whatever
+    non-negative integers they are; False when it cannot be decided."""
+    import sympy
+    from torch.utils._sympy.numbers import int_oo
+    from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
+
+    names = set(_SIZE_SYMBOL.findall(expression))
+    if not names or re.search(r"\bu\d+\b", expression):
+        return False
+    symbols = {name: sympy.Symbol(name, integer=True, nonnegative=True) for name in names}
+    from torch.utils._sympy import functions
+
+    known = {name: getattr(functions, name) for name in ("FloorDiv", "PythonMod", "Max", "Min")
+             if hasattr(functions, name)}
+    try:
+        relation = sympy.sympify(expression, locals={**known, **symbols})
+        if relation is sympy.true:
+            return True
+        bounds = bound_sympy(relation, {symbol: ValueRanges(0, int_oo)
+                                        for symbol in symbols.values()})
+    except Exception:  # a function of torch's that sympy does not know: keep the guard
+        return False
+    return bool(bounds.lower == sympy.true)
 
 
 def report_guard(ctx: CheckContext, data: dict[str, Any], files: dict[int, str],

@@ -1,0 +1,37 @@
+"""Which guards a draft export added are a dimension's specialization (ONNX102)
+(exporter/pipeline/locating.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from exporter.pipeline.locating import guards_a_dimension, holds_at_every_size
+
+SOURCES = {"s77": "L['x'].size()[0]"}
+
+
+@pytest.mark.parametrize("expression", [
+    "((s77//2)) <= s77",  # x[: x.shape[0] // 2]
+    "s77 <= 2*s77",
+    "s0 + s1 >= s0",
+    "s5 >= 0",
+])
+def test_a_guard_true_at_every_size_constrains_nothing(expression):
+    assert holds_at_every_size(expression)
+    assert not guards_a_dimension({"expr": expression, "symbol_to_sources": SOURCES})
+
+
+@pytest.mark.parametrize("expression", [
+    "Eq(8*s77, 32)",  # reshape(4, 8): specialized
+    "s77 >= 10",  # narrowed
+    "Ne(s77, 1)",
+    "Eq(Mod(s77, 2), 0)",
+    "Unknown(s77) <= 3",  # not decidable here: kept
+])
+def test_a_guard_false_at_some_size_is_reported(expression):
+    assert not holds_at_every_size(expression)
+    assert guards_a_dimension({"expr": expression, "symbol_to_sources": SOURCES})
+
+
+def test_a_guard_on_unbacked_values_only_is_no_dimension():
+    assert not guards_a_dimension({"expr": "Eq(u0, 1)", "symbol_to_sources": {}})
