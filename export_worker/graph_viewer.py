@@ -11,9 +11,12 @@ JSON, percent-encoded. Imports neither torch nor onnx.
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,11 +25,14 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 from urllib.parse import quote
+
+from export_worker.viewer_launcher import TOKEN_PARAMETER, TOKEN_VARIABLE
 
 REQUIRED_MODULES = ("model_explorer", "model_explorer_onnx")
 INSTALL_COMMAND = 'pip install "onnxlens[graph]"'
@@ -57,9 +63,11 @@ def missing_packages() -> list[str]:
 
 
 def page_url(host: str, port: int, model_path: Path, node_data: list[Path],
-             selected_node: str | None = None, selected_graph: str | None = None) -> str:
+             selected_node: str | None = None, selected_graph: str | None = None,
+             token: str = "") -> str:
     """The page with the model, its node data and the selected node (``selected_graph``: the
-    node's graph id when it is not the model's main graph)."""
+    node's graph id when it is not the model's main graph), and the launch's secret, which the
+    page's requests to the server carry (export_worker/viewer_launcher.py)."""
     pane: dict[str, Any] = {
         "deepestExpandedGroupNodeIds": [], "selectedNodeId": selected_node or "",
         "selectedGraphId": selected_graph or "", "selectedCollectionLabel": "",
@@ -71,18 +79,22 @@ def page_url(host: str, port: int, model_path: Path, node_data: list[Path],
         "nodeDataTargets": ["" for _ in node_data],
         "uiState": {"paneStates": [pane]},
     }
-    return f"http://{_url_host(host)}:{port}/?data={quote(json.dumps(data))}"
+    secret = f"&{TOKEN_PARAMETER}={quote(token)}" if token else ""
+    return f"http://{_url_host(host)}:{port}/?data={quote(json.dumps(data))}{secret}"
 
 
 @dataclass
 class Viewer:
     """A running Model Explorer server; ``stop()`` (or leaving a ``with`` block) ends it."""
 
-    url: str
+    url: str  # the page, with the launch's secret: give it to nobody else
     port: int
     host: str
     process: subprocess.Popen[bytes]
     _log: IO[bytes] = field(repr=False)
+    token: str = field(default="", repr=False)
+    serve_under: Path | None = None
+    _private: list[str] = field(default_factory=list, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -97,6 +109,23 @@ class Viewer:
         if self.process.stdin is not None:
             self.process.stdin.close()
         self._log.close()
+        for directory in self._private:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def open_in_browser(self) -> bool:
+        """Open the page in the user's browser through a file only the user can read, as
+        Jupyter does: the browser's command line, which every local user sees (``ps``), names
+        that file, not the page's secret. The file goes when the viewer stops."""
+        directory = tempfile.mkdtemp(prefix="onnxlens-viewer-")  # mode 700
+        self._private.append(directory)
+        page = Path(directory) / "open.html"
+        address = html.escape(self.url, quote=True)
+        descriptor = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(f'<!doctype html><meta charset="utf-8">'
+                         f'<meta http-equiv="refresh" content="0;url={address}">'
+                         f'<a href="{address}">Open the graph in Model Explorer</a>\n')
+        return webbrowser.open(page.as_uri())
 
     def __enter__(self) -> Viewer:
         return self
@@ -108,9 +137,11 @@ class Viewer:
 
 def start_viewer(model_path: Path, node_data: list[Path], selected_node: str | None, *,
                  host: str = "127.0.0.1", selected_graph: str | None = None,
-                 timeout: float = READY_TIMEOUT) -> Viewer:
+                 timeout: float = READY_TIMEOUT, serve_under: Path | None = None) -> Viewer:
     """Start Model Explorer on ``model_path`` and wait until it answers (at most ``timeout``
-    seconds). Raises ViewerError with the server's last output when it cannot start."""
+    seconds). It serves those files, and every file under ``serve_under`` (a directory only
+    onnxlens writes: the language server's graphs). Raises ViewerError with the server's last
+    output when it cannot start."""
     missing = missing_packages()
     if missing:
         raise ViewerError(missing_packages_message(missing))
@@ -124,13 +155,17 @@ def start_viewer(model_path: Path, node_data: list[Path], selected_node: str | N
                    "--model", str(model_path.resolve()), "--exit-with-stdin"]
         for path in node_data:
             command += ["--node-data", str(path.resolve())]
+        if serve_under is not None:
+            command += ["--serve-under", str(serve_under.resolve())]
         # stdin: a pipe only this process holds; the server ends when it closes, so a viewer
         # never outlives its parent, however that ends (SIGKILL included)
+        token = secrets.token_urlsafe(32)
         process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env=_environment())
+            start_new_session=True, env={**_environment(), TOKEN_VARIABLE: token})
         viewer = Viewer(page_url(host, port, model_path, node_data, selected_node,
-                                 selected_graph), port, host, process, log)
+                                 selected_graph, token), port, host, process, log, token,
+                        serve_under)
         try:
             ready = _wait_ready(viewer, timeout)
         except BaseException:

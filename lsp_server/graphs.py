@@ -244,12 +244,15 @@ class GraphViews:
                             viewer.process.returncode, viewer.output_tail())
                 await asyncio.to_thread(viewer.stop)
                 viewer = self._viewer = None
+            if viewer is not None and viewer.serve_under != self._directory:
+                await asyncio.to_thread(viewer.stop)  # it serves only its own directory
+                viewer = self._viewer = None
             if viewer is None:
                 viewer = self._viewer = await asyncio.to_thread(
                     start_viewer, model, node_data, files.selected_node,
-                    selected_graph=files.selected_graph)
+                    selected_graph=files.selected_graph, serve_under=self._directory)
         return page_url(viewer.host, viewer.port, model, node_data, files.selected_node,
-                        files.selected_graph)
+                        files.selected_graph, viewer.token)
 
 
 def _shown_graph(uri: str, target: Target, directory: Path, request: JobRequest,

@@ -13,7 +13,6 @@ import signal
 import sys
 import tempfile
 import threading
-import webbrowser
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +76,7 @@ def _graph(args: argparse.Namespace, directory: Path) -> int:
     with viewer:
         _report(args, graph, nodes, url=viewer.url, kept=args.output_dir is not None)
         if not args.no_browser:
-            webbrowser.open(viewer.url)
+            viewer.open_in_browser()
         _wait_for_interrupt()
     return EXIT_OK
 

@@ -3,8 +3,10 @@ and stopped whole (export_worker/graph_viewer.py, export_worker/viewer_launcher.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.error
@@ -22,6 +24,7 @@ from export_worker.graph_viewer import (
     page_url,
     start_viewer,
 )
+from export_worker.viewer_launcher import TOKEN_HEADER
 from tests.conftest import REPO, needs_model_explorer
 
 
@@ -38,9 +41,9 @@ def _get(url: str, **headers: str) -> bytes:
         return bytes(r.read())
 
 
-def _post(url: str, body: object) -> object:
+def _post(url: str, body: object, **headers: str) -> object:
     request = urllib.request.Request(url, json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **headers})
     with urllib.request.urlopen(request, timeout=60) as answer:
         return json.load(answer)
 
@@ -58,14 +61,16 @@ def test_the_viewer_serves_the_model_and_stops(saved, tmp_path):
         assert state["nodeData"] == [str(node_data.resolve())]
         assert state["uiState"]["paneStates"][0]["selectedNodeId"] == names[0]
         assert b"<app-root" in _get(viewer.url)
+        secret = {TOKEN_HEADER: viewer.token}
         graphs = _post(viewer.base_url + "/apipost/v1/send_command", {
             "extensionId": "onnx_adapter", "cmdId": "convert", "modelPath": str(saved),
-            "settings": {}, "deleteAfterConversion": False})
+            "settings": {}, "deleteAfterConversion": False}, **secret)
         assert isinstance(graphs, dict)
         (main,) = [graph for graph in graphs["graphs"] if graph["id"] == "main_graph"]
         assert set(names) <= {node["id"] for node in main["nodes"]}
         # no request to PyPI or GitHub: the version check answers "nothing newer" at once
-        assert json.loads(_get(viewer.base_url + "/api/v1/check_new_version"))["version"] == ""
+        assert json.loads(_get(viewer.base_url + "/api/v1/check_new_version",
+                               **secret))["version"] == ""
         # the page's web font (Google's font service) is never fetched: fonts and requests
         # from this server alone
         with urllib.request.urlopen(viewer.base_url + "/", timeout=10) as page:
@@ -114,3 +119,203 @@ def test_the_page_url_selects_a_node_of_another_graph(tmp_path):
     (data,) = parse_qs(urlsplit(url).query)["data"]
     pane = json.loads(data)["uiState"]["paneStates"][0]
     assert (pane["selectedNodeId"], pane["selectedGraphId"]) == ("node_step", "node_loop/body")
+
+
+# -- who the viewer answers (issue 39): the page of its launch, its own files ----------------
+
+def _status(url: str, body: bytes | None = None, method: str = "GET", **headers: str) -> int:
+    request = urllib.request.Request(url, body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+@pytest.fixture
+def guarded(saved, tmp_path_factory):
+    """A viewer on the saved model and a node data file, its temporary directory its own (what
+    an upload would leave), and a file of the user's that only the user may read."""
+    root = tmp_path_factory.mktemp("guarded")
+    node_data = root / "marks.json"
+    node_data.write_text(json.dumps({"main_graph": {"results": {}}}))
+    private = root / "private.txt"
+    private.write_text("the user's secret")
+    private.chmod(0o600)
+    temporary = root / "tmp"
+    temporary.mkdir()
+    previous = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(temporary)
+    try:
+        with start_viewer(saved, [node_data], None) as viewer:
+            yield viewer, node_data, private, temporary
+    finally:
+        if previous is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = previous
+
+
+def _read(viewer, path: Path | str, **headers: str) -> int:
+    return _status(f"{viewer.base_url}/api/v1/read_text_file?path={path}", **headers)
+
+
+@needs_model_explorer
+def test_the_api_answers_the_page_of_its_launch_about_its_own_files(guarded, saved):
+    viewer, node_data, private, temporary = guarded
+    secret = {TOKEN_HEADER: viewer.token}
+    page = {"Referer": viewer.url}  # what the page's own requests carry
+    assert _read(viewer, node_data, **secret) == 200
+    assert _read(viewer, node_data, **page) == 200
+    # without the launch's secret, or with it from another site's page: nothing
+    assert _read(viewer, node_data) == 403
+    assert _read(viewer, node_data, Referer=viewer.url.replace("127.0.0.1", "evil.example")) \
+        == 403
+    assert _read(viewer, node_data, **{TOKEN_HEADER: "guessed"}) == 403
+    # with it: only the files of its graph, never a device
+    for path in (private, "/etc/shadow", "/dev/zero"):
+        assert _read(viewer, path, **secret) == 403, path
+    convert = {"extensionId": "onnx_adapter", "cmdId": "convert", "settings": {},
+               "deleteAfterConversion": False}
+    command = f"{viewer.base_url}/apipost/v1/send_command"
+    headers = {"Content-Type": "application/json", **secret}
+    assert _status(command, json.dumps({**convert, "modelPath": str(saved)}).encode(), "POST",
+                   **headers) == 200
+    assert _status(command, json.dumps({**convert, "modelPath": str(private)}).encode(),
+                   "POST", **headers) == 403
+    assert _status(command, json.dumps({**convert, "modelPath": str(saved),
+                                        "deleteAfterConversion": True}).encode(), "POST",
+                   **headers) == 403
+    assert saved.is_file()
+    # no upload, no configuration change, no request body over 1 MB
+    upload = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.txt\"\r\n\r\n"
+              b"planted\r\n--b--\r\n")
+    assert _status(f"{viewer.base_url}/apipost/v1/upload", upload, "POST",
+                   **{"Content-Type": "multipart/form-data; boundary=b"}, **secret) == 403
+    assert _status(f"{viewer.base_url}/apipost/v1/update_config", b"{}", "POST",
+                   **headers) == 403
+    assert _status(command, b"x" * (2 << 20), "POST", **headers) == 413
+    assert list(temporary.iterdir()) == []
+    # the page and Model Explorer's own static files are public
+    assert _status(viewer.base_url + "/") == 200
+    assert _status(viewer.base_url + "/check_health") == 200
+
+
+@needs_model_explorer
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to act as another local user")
+def test_another_local_user_reads_nothing(guarded):
+    """Another local user (uid 65534) knows the port and the paths, not the secret."""
+    viewer, node_data, private, _ = guarded
+    script = ("import sys, urllib.request, urllib.error\n"
+              "for path in sys.argv[2:]:\n"
+              "    try:\n"
+              "        urllib.request.urlopen(sys.argv[1] + path, timeout=30)\n"
+              "        print(200)\n"
+              "    except urllib.error.HTTPError as error:\n"
+              "        print(error.code)\n")
+    reads = [f"/api/v1/read_text_file?path={path}" for path in (private, node_data)]
+    answer = subprocess.run(
+        ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", sys.executable,
+         "-I", "-c", script, viewer.base_url, *reads, "/api/v1/load_node_data?node_data_index=0"],
+        capture_output=True, text=True, timeout=60, check=True)
+    assert answer.stdout.split() == ["403", "403", "403"]
+
+
+HOSTILE_PAGE = """<!doctype html><meta charset="utf-8">
+<img src="{viewer}/api/v1/read_text_file?path=/dev/zero">
+<img src="{viewer}/api/v1/read_text_file?path={private}">
+<form id="upload" method="post" enctype="multipart/form-data" target="sink"
+      action="{viewer}/apipost/v1/upload"><input type="hidden" name="file" value="x"></form>
+<iframe name="sink"></iframe>
+<script>
+fetch("{viewer}/api/v1/read_text_file?path={node_data}", {{mode: "no-cors"}});
+document.getElementById("upload").submit();
+</script>"""
+
+
+@needs_model_explorer
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
+def test_a_page_of_another_origin_gets_nothing(guarded, tmp_path):
+    """A web page open in the user's browser sends blind requests to the port: every one is
+    refused (no file read, /dev/zero never opened, no upload saved)."""
+    viewer, node_data, private, temporary = guarded
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(HOSTILE_PAGE.format(viewer=viewer.base_url,
+                                                         private=private, node_data=node_data))
+    server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+                               "--directory", str(site), "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().split("port ")[1].split()[0]
+        subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                        "--disable-background-networking", "--disable-component-update",
+                        "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}/profile",
+                        "--virtual-time-budget=5000", "--dump-dom",
+                        f"http://127.0.0.1:{port}/index.html"],
+                       capture_output=True, timeout=120, check=True)
+    finally:
+        server.kill()
+        server.wait()
+    log = viewer.output_tail()
+    answered = [line for line in log.splitlines() if line.startswith("onnxlens viewer: ")
+                and str(port) not in line]
+    assert any("path=/dev/zero" in line for line in answered), log
+    assert any("POST /apipost/v1/upload" in line for line in answered), log
+    assert any(f"path={node_data}" in line for line in answered), log
+    assert all("refused (403" in line for line in answered), answered
+    assert list(temporary.iterdir()) == []
+
+
+@needs_model_explorer
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
+def test_the_page_of_its_launch_shows_the_graph_in_a_browser(guarded, tmp_path):
+    """The secret reaches the page's own requests (their Referer), in a real browser."""
+    viewer, *_ = guarded
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}/profile",
+                    "--timeout=10000", "--dump-dom", viewer.url],
+                   capture_output=True, timeout=180, check=True)
+    log = viewer.output_tail()
+    assert "onnxlens viewer: POST /apipost/v1/send_command? let through" in log, log
+    assert "onnxlens viewer: GET /api/v1/get_extensions? let through" in log, log
+
+
+@needs_model_explorer
+def test_the_browser_is_given_a_private_file_not_the_secret(guarded, monkeypatch):
+    """`onnxlens graph` opens the page through a file only the user can read: the browser's
+    command line (seen by every local user) does not carry the secret."""
+    viewer, *_ = guarded
+    opened: list[str] = []
+    monkeypatch.setattr(graph_viewer.webbrowser, "open", lambda uri: opened.append(uri) or True)
+    assert viewer.open_in_browser()
+    (uri,) = opened
+    assert uri.startswith("file://") and viewer.token not in uri
+    page = Path(urlsplit(uri).path)
+    assert page.stat().st_mode & 0o777 == 0o600
+    assert page.parent.stat().st_mode & 0o777 == 0o700
+    assert html.escape(viewer.url, quote=True) in page.read_text()
+    viewer.stop()
+    assert not page.parent.exists()
+
+
+@needs_model_explorer
+def test_the_language_servers_viewer_serves_its_graphs_directory_alone(saved, tmp_path):
+    """The language server's viewer shows every graph it writes under its own directory; a
+    symlink planted there to a file outside, a FIFO and anything outside are refused."""
+    graphs = tmp_path / "graphs"
+    (graphs / "2").mkdir(parents=True)
+    later = graphs / "2" / "marks.json"
+    later.write_text("{}")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not a graph")
+    (graphs / "2" / "link.json").symlink_to(outside)
+    os.mkfifo(graphs / "2" / "fifo.json")
+    with start_viewer(saved, [], None, serve_under=graphs) as viewer:
+        secret = {TOKEN_HEADER: viewer.token}
+        assert _read(viewer, later, **secret) == 200
+        for path in (graphs / "2" / "link.json", graphs / "2" / "fifo.json", outside, graphs):
+            assert _read(viewer, path, **secret) == 403, path
