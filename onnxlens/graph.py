@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import sys
@@ -17,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from export_worker.graph_viewer import ViewerError, missing_packages, missing_packages_message
-from exporter.reports.graph_view import NODES_FILE, GraphFiles
+from exporter.reports.graph_view import (
+    GRAPH_FILES,
+    MARKER_FILE,
+    GraphFiles,
+    is_graph_directory,
+)
 from exporter.reports.render import display_path, format_diagnostic, printable
 from exporter.reports.serialize import result_from_data
 from onnxlens.messages import EXIT_ERRORS, EXIT_OK, UsageError
@@ -39,14 +45,27 @@ def graph_command(args: argparse.Namespace) -> int:
 
 
 def _check_output_dir(directory: Path) -> None:
-    """A new or empty directory, or one an earlier ``graph`` wrote (its files are replaced):
-    never a directory whose other files a graph's ``model.onnx`` could replace."""
+    """Before any check runs: a new or empty directory, or one an earlier ``graph`` wrote (it
+    holds the graph's marker; its graph files are replaced), where this user may write; never
+    a symbolic link, and never a directory of other files a graph's ``model.onnx`` could
+    replace."""
+    shown = f"--output-dir {display_path(directory)}"
+    if directory.is_symlink():
+        raise UsageError(f"{shown}: a symbolic link; give the directory itself")
     if directory.exists() and not directory.is_dir():
-        raise UsageError(f"--output-dir {display_path(directory)}: not a directory")
-    if directory.is_dir() and any(directory.iterdir()) \
-            and not (directory / NODES_FILE).is_file():
-        raise UsageError(f"--output-dir {display_path(directory)}: the directory holds other "
-                         "files; give a new or empty one (or one `onnxlens graph` wrote)")
+        raise UsageError(f"{shown}: not a directory")
+    if directory.is_dir() and any(directory.iterdir()) and not is_graph_directory(directory):
+        raise UsageError(f"{shown}: the directory holds other files; give a new or empty one "
+                         f"(or one `onnxlens graph` wrote: it holds `{MARKER_FILE}`)")
+    for name in GRAPH_FILES:
+        path = directory / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise UsageError(f"{shown}: `{name}` there is not a regular file (a symbolic "
+                             "link, a directory, a FIFO); the graph does not replace it")
+    existing = next(p for p in (directory, *directory.absolute().parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{shown}: {display_path(existing)} is not writable (a read-only "
+                         "file system, or not yours)")
 
 
 def _graph(args: argparse.Namespace, directory: Path) -> int:

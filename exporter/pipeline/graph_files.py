@@ -34,6 +34,7 @@ from exporter.reports.graph_view import (
     node_sources,
     sidecar,
     write_json,
+    write_marker,
 )
 
 _LABEL_LIMIT = 160
@@ -50,6 +51,7 @@ def write_graph_files(ctx: CheckContext, diagnostics: list[Diagnostic],
         return None
     proto = translated.model_proto
     directory.mkdir(parents=True, exist_ok=True)
+    write_marker(directory)
     model_path = directory / MODEL_FILE
     save_model(proto, model_path)
     graph_id = main_graph_id(proto)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from exporter.findings.diagnostics import Location
 from exporter.findings.rules import Severity
+from exporter.reports.writing import write_text_atomically
 from exporter.source.traces import is_user_frame, map_frames, parse_stack_trace
 
 if TYPE_CHECKING:
@@ -65,6 +66,11 @@ MODEL_FILE = "model.onnx"
 NODES_FILE = "nodes.json"
 MARKS_FILE = "marks.json"
 ERRORS_FILE = "errors.json"
+#: what marks a directory as one a graph wrote: only such a directory's files are replaced
+MARKER_FILE = ".onnxlens-graph"
+MARKER_TEXT = "This directory was written by `onnxlens graph`; it replaces these files.\n"
+#: every file a graph writes (besides the model's external data, ``model.onnx.data``)
+GRAPH_FILES = (MODEL_FILE, NODES_FILE, MARKS_FILE, ERRORS_FILE, MARKER_FILE)
 
 
 @dataclass(frozen=True)
@@ -171,8 +177,20 @@ def sidecar(sources: Mapping[str, NodeSource], workspace: Path) -> dict[str, Any
 
 
 def write_json(data: Mapping[str, Any], path: Path) -> None:
-    """An overlay or the sidecar as a file (Model Explorer reads node data from files)."""
-    path.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    """An overlay or the sidecar as a file (Model Explorer reads node data from files),
+    written beside and swapped in: never through a symbolic link, never into a FIFO."""
+    write_text_atomically(path, json.dumps(data, indent=1, sort_keys=True), stream_ok=False)
+
+
+def is_graph_directory(directory: Path) -> bool:
+    """Whether ``directory`` is one ``onnxlens graph`` wrote: it holds the marker, a regular
+    file (a directory that merely holds a ``nodes.json`` is somebody else's)."""
+    marker = directory / MARKER_FILE
+    return marker.is_file() and not marker.is_symlink()
+
+
+def write_marker(directory: Path) -> None:
+    write_text_atomically(directory / MARKER_FILE, MARKER_TEXT, stream_ok=False)
 
 
 def _position(location: Location, workspace: Path) -> dict[str, Any]:

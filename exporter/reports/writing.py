@@ -74,12 +74,13 @@ def check_writable(destination: Path) -> None:
     os.unlink(probe)
 
 
-def write_text_atomically(destination: Path, text: str) -> Path:
+def write_text_atomically(destination: Path, text: str, *, stream_ok: bool = True) -> Path:
     """Write a report: a temporary file beside it, fsync, ``os.replace``; a device or a pipe
-    is written to as a stream instead. A replaced file keeps its mode; a new one gets the mode
-    a plain ``open()`` would give it. On any failure the temporary file is removed and an
-    existing file is left as it was."""
-    final = output_path(destination, stream_ok=True)
+    is written to as a stream instead (without ``stream_ok``: refused, as a symbolic link
+    always is). A replaced file keeps its mode; a new one gets the mode a plain ``open()``
+    would give it. On any failure the temporary file is removed and an existing file is left
+    as it was."""
+    final = output_path(destination, stream_ok=stream_ok)
     if is_stream(final):
         with open(final, "w", encoding="utf-8") as stream:
             stream.write(text)

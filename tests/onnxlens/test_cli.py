@@ -359,26 +359,6 @@ def test_escape_sequences_in_a_models_message_reach_no_terminal(tmp_path):
     assert "m.py:7:9: error[ONNX004]" in text.stdout
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    """Mount a small tmpfs with the given options (``mount -t tmpfs``: root only)."""
-    mounted: list[Path] = []
-
-    def mount(name: str, options: str) -> Path:
-        point = tmp_path / name
-        point.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-        mounted.append(point)
-        return point
-
-    yield mount
-    for point in mounted:
-        subprocess.run(["umount", str(point)], check=False)
-
-
 def _no_target_project(tmp_path: Path) -> Path:
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "m.py").write_text("import torch\n\n\n"

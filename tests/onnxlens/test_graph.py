@@ -122,6 +122,61 @@ def test_an_output_dir_holding_other_files_is_refused_before_any_check(tmp_path,
     assert "not a directory" in capsys.readouterr().err
 
 
+SENTINEL_TARGET = """\
+import pathlib
+
+import torch
+
+pathlib.Path(__file__).with_name("imported").touch()  # the check ran
+
+
+# onnx-export: args=(torch.randn(2, 3),)
+class Twice(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+"""
+
+
+def test_an_output_dir_not_a_graphs_own_is_refused_before_any_check(tmp_path, capsys, tmpfs):
+    """Issue 39: a graph replaces only the files of a directory a graph wrote (its marker), never
+    through a symbolic link, and says so before the check runs (exit 2)."""
+    target = tmp_path / "project" / "model.py"
+    target.parent.mkdir()
+    target.write_text(SENTINEL_TARGET)
+    precious = tmp_path / "precious.json"
+    precious.write_text("the user's own file")
+    # the user's model.onnx beside an unrelated nodes.json: not a graph's directory
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "model.onnx").write_bytes(b"the user's own model")
+    (theirs / "nodes.json").write_text("{}")
+    # a graph's directory whose marks.json somebody made a symbolic link
+    linked = tmp_path / "linked"
+    assert main(["graph", f"{target}::Twice", "--no-serve", "--output-dir", str(linked)]) == 0
+    (target.parent / "imported").unlink()
+    (linked / "marks.json").unlink()
+    (linked / "marks.json").symlink_to(precious)
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    read_only = tmpfs("ro", "ro,size=1m")
+    capsys.readouterr()
+    for directory, said in ((theirs, "holds other files"),
+                            (linked, "`marks.json` there is not a regular file"),
+                            (dangling, "a symbolic link"),
+                            (read_only / "graph", "is not writable")):
+        assert main(["graph", f"{target}::Twice", "--no-serve",
+                     "--output-dir", str(directory)]) == 2, directory
+        assert said in capsys.readouterr().err
+        assert not (target.parent / "imported").exists(), directory
+    assert (theirs / "model.onnx").read_bytes() == b"the user's own model"
+    assert precious.read_text() == "the user's own file"
+    assert not (tmp_path / "nowhere").exists()
+    # a directory a graph wrote is a graph's: the next graph replaces its files
+    (linked / "marks.json").unlink()
+    assert main(["graph", f"{target}::Twice", "--no-serve", "--output-dir", str(linked)]) == 0
+    assert (linked / ".onnxlens-graph").is_file() and (linked / "marks.json").is_file()
+
+
 def test_save_strips_the_source_metadata_only_when_asked(tmp_path, capsys, monkeypatch):
     kept, stripped = tmp_path / "kept.onnx", tmp_path / "stripped.onnx"
     target = "examples/mlp.py::MLPModel"
