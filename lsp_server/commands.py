@@ -93,14 +93,9 @@ async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     values = _arguments(args[0] if len(args) == 1 else list(args))
     uri, target = await _target_arguments(ls, values)
     if len(values) > 2 and isinstance(values[2], str):
-        output = Path(values[2])
-        if not output.is_absolute():  # as a user reads it: inside the workspace
-            root = ls.root_for(target.path)
-            output = root / output
-            if not output.resolve().is_relative_to(root.resolve()):  # `../model.onnx`
-                return {"error": f"{values[2]} is outside the workspace ({root}): a relative "
-                                 "path is saved inside it; give an absolute path to save "
-                                 "elsewhere"}
+        output = _output_path(ls.root_for(target.path), values[2])
+        if isinstance(output, str):
+            return {"error": output}
     else:
         output = target.path.with_name(f"{target.name}.onnx")
     answer = await with_progress(
@@ -187,15 +182,31 @@ async def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
 def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     values = _arguments(args[0] if len(args) == 1 else list(args))
+    root = ls.root or Path.cwd()
     if values and isinstance(values[0], str):
-        destination = Path(values[0])
+        destination = _output_path(root, values[0])
+        if isinstance(destination, str):
+            return {"error": destination}
     elif ls.settings.sarifOutputDirectory:
         destination = Path(ls.settings.sarifOutputDirectory) / "onnxlens.sarif"
     else:
-        destination = (ls.root or Path.cwd()) / "onnxlens.sarif"
+        destination = root / "onnxlens.sarif"
     if not destination.is_absolute():
-        destination = (ls.root or Path.cwd()) / destination
+        destination = root / destination
     return {"path": str(ls.write_sarif(destination))}
+
+
+def _output_path(root: Path, given: str) -> Path | str:
+    """Where a command writes the path ``given``: an absolute path as it is; a relative one
+    inside the workspace, as a user reads it (``../x.sarif`` is refused: the message)."""
+    output = Path(given)
+    if output.is_absolute():
+        return output
+    output = root / output
+    if not output.resolve().is_relative_to(root.resolve()):
+        return (f"{given} is outside the workspace ({root}): a relative path is written "
+                "inside it; give an absolute path to write elsewhere")
+    return output
 
 
 @_answered

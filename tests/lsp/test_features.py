@@ -196,6 +196,9 @@ async def test_commands(client: LanguageClient, tmp_path):
         written = await command(client, "onnxlens.writeSarif", str(sarif))
         assert written == {"path": str(sarif)}
         assert validate_with_schema(json.loads(sarif.read_text())) == []
+        # a relative path is the workspace's, as saveModel's (issue 39: it escaped with `..`)
+        escaped = await command(client, "onnxlens.writeSarif", "../../escaped.sarif")
+        assert "outside the workspace" in escaped["error"]
 
         before = await server_status(client)
         restarted = await command(client, "onnxlens.restartWorker")
