@@ -22,7 +22,12 @@ from pathlib import Path
 import onnx
 from onnx.external_data_helper import uses_external_data
 
-from exporter.reports.writing import UnsafePathError, output_path, plain_file_mode
+from exporter.reports.writing import (
+    UnsafePathError,
+    output_path,
+    plain_file_mode,
+    process_exists,
+)
 
 DEFAULT_EXTERNAL_DATA_THRESHOLD = 2 * 1024**3  # the protobuf limit
 
@@ -104,18 +109,8 @@ def _remove_abandoned_scratch(directory: Path, name: str) -> None:
         for entry in os.scandir(directory):
             match = pattern.fullmatch(entry.name)
             if match and entry.is_dir(follow_symlinks=False) \
-                    and not _process_exists(int(match.group(1))):
+                    and not process_exists(int(match.group(1))):
                 shutil.rmtree(entry.path, ignore_errors=True)
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _save_with_external_data(model: onnx.ModelProto, staged: Path, name: str) -> str:

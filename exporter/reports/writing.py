@@ -4,7 +4,9 @@ Standard library only: the language server, which may run without onnx or torch,
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -89,7 +91,11 @@ def write_text_atomically(destination: Path, text: str, *, stream_ok: bool = Tru
         mode = stat.S_IMODE(os.stat(final).st_mode)
     except FileNotFoundError:
         mode = plain_file_mode()
-    descriptor, temporary = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.",
+    _remove_abandoned_temporaries(final)
+    # the temporary file's name carries this process's id: a later write removes it when this
+    # process died before it could (SIGKILL, a power cut)
+    descriptor, temporary = tempfile.mkstemp(dir=final.parent,
+                                             prefix=f".{final.name}.{os.getpid()}.",
                                              suffix=".tmp")
     try:
         with open(descriptor, "w", encoding="utf-8") as handle:
@@ -102,6 +108,29 @@ def write_text_atomically(destination: Path, text: str, *, stream_ok: bool = Tru
         Path(temporary).unlink(missing_ok=True)
         raise
     return final
+
+
+def _remove_abandoned_temporaries(final: Path) -> None:
+    """Remove the temporary files (``.<name>.<pid>.<random>.tmp``) of earlier writes of the
+    same file whose process no longer exists: never a file of another name."""
+    pattern = re.compile(re.escape(f".{final.name}.") + r"(\d+)\.[A-Za-z0-9_]+\.tmp")
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(final.parent):
+            match = pattern.fullmatch(entry.name)
+            if match and entry.is_file(follow_symlinks=False) \
+                    and not process_exists(int(match.group(1))):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def plain_file_mode() -> int:
