@@ -3,7 +3,9 @@ Plain functions of their inputs: ``presentation`` wires them to LSP methods."""
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,8 @@ from exporter.findings.result import StageState, TargetResult
 from exporter.source.suppressions import UNUSED_RULE, with_rule_added
 from exporter.source.targets import Target
 from lsp_server.convert import PositionConverter, path_uri
+
+_log = logging.getLogger(__name__)
 
 _STATE_MARKS = {StageState.PASSED: "✓", StageState.FAILED: "✗", StageState.SKIPPED: "–"}
 
@@ -254,20 +258,45 @@ def _import_line(lines: list[str]) -> int:
 def code_actions(uri: str, diagnostics: list[types.Diagnostic], targets: dict[str, Target],
                  lines: list[str], positions: PositionConverter, path: Any
                  ) -> list[types.CodeAction]:
+    """The quick fixes of ``diagnostics``; a diagnostic the client altered or made up (a range
+    past the file, data of the wrong shape) loses its own actions only, never the others'."""
     actions: list[types.CodeAction] = []
     for diagnostic in diagnostics:
         if diagnostic.source != "onnxlens" or not isinstance(diagnostic.data, dict):
             continue
-        actions += _fix_actions(uri, diagnostic, positions, path)
-        target = targets.get(diagnostic.data.get("target", ""))
-        if diagnostic.code == "ONNX201" and target is not None:
-            stub = translation_stub_action(uri, diagnostic, target, lines, positions)
-            if stub is not None:
-                actions.append(stub)
+        actions += _isolated(_actions_of, uri, diagnostic, targets, lines, positions, path)
     # after every fix, as linters order them: silencing a finding is the last resort
     for diagnostic in diagnostics:
         if diagnostic.source == "onnxlens":
-            ignore = ignore_action(uri, diagnostic, lines, positions, path)
-            if ignore is not None and ignore.title not in {a.title for a in actions}:
-                actions.append(ignore)
+            ignore = _isolated(_ignore_actions, uri, diagnostic, lines, positions, path)
+            actions += [a for a in ignore if a.title not in {b.title for b in actions}]
     return actions
+
+
+def _actions_of(uri: str, diagnostic: types.Diagnostic, targets: dict[str, Target],
+                lines: list[str], positions: PositionConverter, path: Any
+                ) -> list[types.CodeAction]:
+    assert isinstance(diagnostic.data, dict)
+    actions = _fix_actions(uri, diagnostic, positions, path)
+    target = targets.get(diagnostic.data.get("target", ""))
+    if diagnostic.code == "ONNX201" and target is not None:
+        stub = translation_stub_action(uri, diagnostic, target, lines, positions)
+        if stub is not None:
+            actions.append(stub)
+    return actions
+
+
+def _ignore_actions(uri: str, diagnostic: types.Diagnostic, lines: list[str],
+                    positions: PositionConverter, path: Any) -> list[types.CodeAction]:
+    action = ignore_action(uri, diagnostic, lines, positions, path)
+    return [action] if action is not None else []
+
+
+def _isolated(actions_of: Callable[..., list[types.CodeAction]], uri: str,
+              diagnostic: types.Diagnostic, *rest: Any) -> list[types.CodeAction]:
+    try:
+        return actions_of(uri, diagnostic, *rest)
+    except Exception as error:
+        _log.warning("no quick fix for a malformed diagnostic (%s: %s): %r",
+                     type(error).__name__, error, diagnostic)
+        return []

@@ -110,6 +110,13 @@ async def _the_tried_fix_is_a_quick_fix(client: LanguageClient, path: Path) -> N
         titles = [a.title for a in actions]
         assert titles == ["Make `x.shape[0]` static (the code needs one size) (tried: the "
                           "model then exports and matches)", "Ignore ONNX102 on this line"]
+        # a diagnostic the client altered (issue 39) loses its own actions, not the others'
+        malformed = types.Diagnostic(
+            range=types.Range(types.Position(9999, 0), types.Position(9999, 5)), message="x",
+            code="ONNX102", source="onnxlens", data={"fixes": [{"edits": "nonsense"}],
+                                                     "target": 7})
+        mixed = await _actions(client, uri, [malformed, specialized])
+        assert [a.title for a in mixed] == titles
         static = actions[0]
         assert static.kind == types.CodeActionKind.QuickFix and static.is_preferred
         (edits,) = static.edit.changes.values()
