@@ -76,8 +76,9 @@ def ci_ids(part: str | None = None) -> list[str]:
             ids += [row_id(source, corpus_file.label, t) for t in corpus_file.targets]
             ids += [row_id(source, corpus_file.label, f"(pragma, line {p.line})")
                     for p in corpus_file.annotation_problems]
-    ids += [row_id("variants", variant.file_name, variant.target_name)
-            for variant in ci_variants()]
+    ids += [row_id("variants", file, target) for variant in ci_variants()
+            for file, target in ((variant.file_name, variant.target_name),
+                                 *variant.more_targets)]
     ids += [f"transformers:{name.replace('.', '_').replace('-', '_')}.py::{name}"
             for name in CI_TRANSFORMERS]
     if torchvision_models() is not None:

@@ -57,6 +57,9 @@ class CorpusFile:
     root: Path
     targets: list[str]
     annotation_problems: list[AnnotationProblem] = field(default_factory=list)
+    #: directories of "installed" packages the file imports, outside its root: on
+    #: ``PYTHONPATH`` for onnxlens and the truth alike (generated variants' site-packages)
+    python_path: tuple[Path, ...] = ()
 
     @property
     def label(self) -> str:
@@ -89,7 +92,8 @@ class Corpus:
             problems = corpus_file.annotation_problems if keep(corpus_file, "") else []
             if targets or problems:
                 chosen.files.append(CorpusFile(corpus_file.source, corpus_file.path,
-                                               corpus_file.root, targets, problems))
+                                               corpus_file.root, targets, problems,
+                                               corpus_file.python_path))
         return chosen
 
 
@@ -301,12 +305,18 @@ def materialize_diffusers(workspace: Path, jobs: int = 2, *, names: set[str] | N
 def materialize_variants(workspace: Path, names: Iterable[str] | None = None) -> Corpus:
     """Every generated variant (only ``names`` when given), a file each."""
     from tests.corpus.variants import all_variants, write_variants
+    from tests.corpus.variants.common import site_packages
 
     root = workspace / "variants"
     chosen = [v for v in all_variants() if names is None or v.name in set(names)]
     corpus = Corpus(workspace)
     for variant, path in zip(chosen, write_variants(root, chosen)):
-        corpus.files.append(CorpusFile("variants", path, root, [variant.target_name]))
+        python_path = (site_packages(root),) if variant.packages else ()
+        corpus.files.append(CorpusFile("variants", path, root, [variant.target_name],
+                                       python_path=python_path))
+        corpus.files += [CorpusFile("variants", root / relative, root, [target],
+                                    python_path=python_path)
+                         for relative, target in variant.more_targets]
     return corpus
 
 

@@ -7,6 +7,7 @@ environment variables and returns verdicts comparable across runs
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -101,15 +102,27 @@ def check_batch(files: list[CorpusFile], env: dict[str, str] | None = None,
     """onnxlens on ``files`` (one root) in one process; when that process fails as a whole,
     each file again in its own, so that the failure lands on its file."""
     results = run_onnxlens_files([f.path for f in files], lens_root(files[0], len(files) > 1),
-                                 sum(len(f.targets) for f in files), env=env,
-                                 fix_budget=fix_budget)
+                                 sum(len(f.targets) for f in files),
+                                 env=with_python_path(env, files), fix_budget=fix_budget)
     if len(files) > 1 and all(result.failure for result in results.values()):
         results = {}
         for corpus_file in files:
             results |= run_onnxlens_files([corpus_file.path], corpus_file.root,
-                                          len(corpus_file.targets), env=env,
+                                          len(corpus_file.targets),
+                                          env=with_python_path(env, [corpus_file]),
                                           fix_budget=fix_budget)
     return results
+
+
+def with_python_path(env: dict[str, str] | None,
+                     files: list[CorpusFile]) -> dict[str, str] | None:
+    """``env`` with the files' :attr:`CorpusFile.python_path` (their "installed" packages)
+    ahead on ``PYTHONPATH``."""
+    entries = list(dict.fromkeys(str(d) for f in files for d in f.python_path))
+    if not entries:
+        return env
+    given = (env or {}).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    return {**(env or {}), "PYTHONPATH": os.pathsep.join(filter(None, [*entries, given]))}
 
 
 def _check_and_log(files: list[CorpusFile], env: dict[str, str] | None,
@@ -171,7 +184,7 @@ def run_corpus(corpus: Corpus, jobs: int = 2, *, env: dict[str, str] | None = No
 
     def truth_task(corpus_file: CorpusFile, target: str) -> None:
         result = run_truth(corpus_file.path, target, corpus_file.root, timeout=timeout,
-                           use_cache=use_cache)
+                           use_cache=use_cache, python_path=corpus_file.python_path)
         truths[(str(corpus_file.path), target)] = result
         if log and not result.cached:
             phase = result.failure.phase if result.failure else ""

@@ -931,16 +931,18 @@ def cache_key(path: Path, target: str) -> str:
 
 
 def run_truth(path: Path, target: str, root: Path, *, timeout: float = DEFAULT_TIMEOUT,
-              use_cache: bool = True) -> TruthResult:
+              use_cache: bool = True, python_path: tuple[Path, ...] = ()) -> TruthResult:
     """The truth of one target, from the cache or from a process of its own
-    (``tests/corpus/truth_process.py``)."""
+    (``tests/corpus/truth_process.py``); ``python_path``: directories of "installed" packages
+    ahead on its ``PYTHONPATH`` (not in the cache's key: the file names what they hold)."""
     cache_file = CACHE / "truth" / f"{cache_key(path, target)}.json"
     if use_cache and cache_file.is_file():
         result = from_json(TruthResult, json.loads(cache_file.read_text()))
         result.cached = True
         return result
     started = time.perf_counter()
-    process = run_truth_process([str(path), target, "--root", str(root)], timeout)
+    process = run_truth_process([str(path), target, "--root", str(root)], timeout,
+                                [str(directory) for directory in python_path])
     if process.returncode is None:
         return TruthResult(str(path), target, "timeout", note=f"no result after {timeout:g} s "
                            f"(in phase {_last_phase(process.stderr)})", wall_seconds=timeout,

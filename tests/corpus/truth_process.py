@@ -105,6 +105,10 @@ def _child(main: Any, request: dict[str, Any]) -> None:
             os.dup2(target, fd)
             os.close(target)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        python_path = request.get("python_path") or []
+        if python_path:  # where a fresh interpreter puts PYTHONPATH: after its first entry
+            os.environ["PYTHONPATH"] = _python_path(python_path)
+            sys.path[1:1] = python_path
         sys.argv = ["tests.corpus.truth", *request["argv"]]
         code = main(request["argv"])
     except SystemExit as exit_:
@@ -157,7 +161,7 @@ class _Forker:
                                    "a fresh interpreter")
             return value
 
-    def run(self, argv: list[str], timeout: float) -> Finished:
+    def run(self, argv: list[str], timeout: float, python_path: list[str]) -> Finished:
         with tempfile.TemporaryDirectory(prefix="onnxlens-truth-") as scratch:
             out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
             with self.lock:
@@ -165,8 +169,8 @@ class _Forker:
                 self.next_id += 1
                 assert self.process.stdin is not None
                 self.process.stdin.write(json.dumps({"id": request_id, "argv": argv,
-                                                     "stdout": str(out), "stderr": str(err)})
-                                         + "\n")
+                                                     "stdout": str(out), "stderr": str(err),
+                                                     "python_path": python_path}) + "\n")
                 self.process.stdin.flush()
             pid = self._wait(request_id, "pid", None)
             code = self._wait(request_id, "exit", timeout)
@@ -188,24 +192,31 @@ _forker: _Forker | None = None
 _forker_lock = threading.Lock()
 
 
-def run_truth_process(argv: list[str], timeout: float) -> Finished:
+def _python_path(entries: list[str]) -> str:
+    return os.pathsep.join(filter(None, [*entries, os.environ.get("PYTHONPATH", "")]))
+
+
+def run_truth_process(argv: list[str], timeout: float,
+                      python_path: list[str] | None = None) -> Finished:
     """``python -m tests.corpus.truth ARGV``: forked from the warm parent, or (switched off) in
-    a fresh interpreter."""
+    a fresh interpreter; ``python_path``: directories ahead on its ``PYTHONPATH`` (the
+    "installed" packages of generated variants)."""
     if not enabled():
-        return _run_fresh(argv, timeout)
+        return _run_fresh(argv, timeout, python_path or [])
     global _forker
     with _forker_lock:
         if _forker is None or _forker.process.poll() is not None:
             _forker = _Forker()
         forker = _forker
-    return forker.run(argv, timeout)
+    return forker.run(argv, timeout, python_path or [])
 
 
-def _run_fresh(argv: list[str], timeout: float) -> Finished:
+def _run_fresh(argv: list[str], timeout: float, python_path: list[str]) -> Finished:
     """A fresh interpreter, in a session of its own as a forked child is (a timeout kills what
     the model started too)."""
     command = [str(PYTHON), "-m", "tests.corpus.truth", *argv]
-    with subprocess.Popen(command, cwd=REPO, env=child_env(), stdout=subprocess.PIPE,
+    env = child_env({"PYTHONPATH": _python_path(python_path)} if python_path else None)
+    with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, start_new_session=True) as process:
         try:
             stdout, stderr = process.communicate(timeout=timeout)

@@ -14,6 +14,15 @@ One module per mechanism, each a generator of :class:`Variant` (its docstring sa
 varies):
 
 * ``soundness``: a declared dynamic range that the code's guard on the size narrows (ONNX107).
+* ``decorators``: an operator without a translation reached through decorated functions
+  (ONNX2xx at the operator's line).
+* ``stdio``: models that print, write to the streams' descriptors, log to stdout, start a
+  subprocess on it, at import, in ``__init__`` or ``forward``: the report is unaffected.
+* ``export_calls``: each ``torch.onnx.export`` call of a marked function is a target
+  (``function@line``); the other calls the code reaches export, return their program and are
+  read back, wherever they sit, and write nothing into the user's tree.
+* ``warm_imports``: an installed package whose import changes global state is not imported
+  ahead by the worker: unrelated files checked after it in one process keep their verdicts.
 """
 
 from __future__ import annotations
@@ -21,9 +30,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tests.corpus.variants.common import Variant, write_variants
+from tests.corpus.variants.decorators import decorators_variants
+from tests.corpus.variants.export_calls import export_call_variants
 from tests.corpus.variants.soundness import soundness_variants
+from tests.corpus.variants.stdio import stdio_variants
+from tests.corpus.variants.warm_imports import warm_import_variants
 
 MECHANISMS: dict[str, Callable[[], list[Variant]]] = {"soundness": soundness_variants}
+MECHANISMS["decorators"] = decorators_variants
+MECHANISMS["stdio"] = stdio_variants
+MECHANISMS["export_calls"] = export_call_variants
+MECHANISMS["warm_imports"] = warm_import_variants
 
 
 def all_variants() -> list[Variant]:

@@ -18,6 +18,15 @@ class Variant:
     target: str = ""
     #: other files the target imports, as (path relative to the variants' root, text)
     files: tuple[tuple[str, str], ...] = ()
+    #: "installed" packages the files import, as (path relative to :func:`site_packages`,
+    #: text): outside the variants' root, on ``PYTHONPATH`` for onnxlens and the truth alike
+    packages: tuple[tuple[str, str], ...] = ()
+    #: the target file's path relative to the variants' root, when not ``file_name``'s
+    #: default (a folder of its own: ``variant.export_calls.07/export_07.py``)
+    path: str = ""
+    #: other target files among ``files``, checked after this one in the same onnxlens
+    #: process (the corpus's order), as (path relative to the variants' root, target name)
+    more_targets: tuple[tuple[str, str], ...] = ()
 
     @property
     def target_name(self) -> str:
@@ -25,7 +34,14 @@ class Variant:
 
     @property
     def file_name(self) -> str:
-        return self.name.replace(".", "_") + ".py"
+        return self.path or self.name.replace(".", "_") + ".py"
+
+
+def site_packages(root: Path) -> Path:
+    """Where the variants under ``root`` find their "installed" packages: a directory named
+    site-packages (as a virtualenv's, which is what onnxlens's worker takes for installed
+    code, ``export_worker/warm_imports.py``) beside ``root``, outside it."""
+    return root.parent / f"{root.name}-env" / "lib" / "site-packages"
 
 
 def write_variants(root: Path, variants: list[Variant]) -> list[Path]:
@@ -34,11 +50,13 @@ def write_variants(root: Path, variants: list[Variant]) -> list[Path]:
     root.mkdir(parents=True, exist_ok=True)
     paths = []
     for variant in variants:
-        for relative, text in variant.files:
-            other = root / relative
+        written = [(root / relative, text) for relative, text in variant.files]
+        written += [(site_packages(root) / relative, text) for relative, text in variant.packages]
+        for other, text in written:
             other.parent.mkdir(parents=True, exist_ok=True)
             other.write_text(text, encoding="utf-8")
         path = root / variant.file_name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(variant.source, encoding="utf-8")
         paths.append(path)
     return paths
