@@ -8,7 +8,7 @@ cells' text documents (``vscode-notebook-cell:`` URIs) when they are published."
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from urllib.parse import unquote
@@ -30,6 +30,9 @@ class NotebookView:
     path: Path
     module: NotebookModule
     cell_uris: dict[int, str]  # cell number -> the cell's text document URI
+    # the cells of an earlier view that this one no longer has (deleted): the next publish
+    # clears what was shown on them, once
+    gone: set[str] = field(default_factory=set, compare=False)
 
     @property
     def text(self) -> str:
@@ -58,9 +61,18 @@ class NotebookView:
         return PositionConverter(positions.encoding, lambda path: cell.lines
                                  if path == self.path else positions.lines_of(path))
 
+    def after(self, earlier: NotebookView | None) -> NotebookView:
+        """This view, in place of ``earlier``: the cells ``earlier`` had (or had lost before
+        its findings were published) that this one does not have are ``gone``."""
+        if earlier is not None:
+            self.gone.update((set(earlier.cell_uris.values()) | earlier.gone)
+                             - set(self.cell_uris.values()))
+        return self
+
     def publish(self, diagnostics: list[Diagnostic], server: OnnxLensServer,
                 positions: PositionConverter) -> None:
-        """Each finding on its cell (a cell with none gets an empty list)."""
+        """Each finding on its cell (a cell with none gets an empty list, and so does a
+        deleted cell: what was shown on it would stay in the Problems panel)."""
         lines = tuple(split_lines(self.module.text))
         module_lines = PositionConverter(positions.encoding, lambda path: lines
                                          if path == self.path else positions.lines_of(path))
@@ -77,6 +89,9 @@ class NotebookView:
                 shown.related_information = [self._on_cell(info)
                                              for info in shown.related_information]
             by_cell[self.cell_uris[cell.number]].append(shown)
+        for uri in sorted(self.gone):
+            by_cell.setdefault(uri, [])
+        self.gone.clear()
         for uri, shown_on_cell in by_cell.items():
             server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, diagnostics=shown_on_cell))
@@ -95,7 +110,7 @@ class NotebookView:
             message=info.message)
 
     def clear(self, server: OnnxLensServer) -> None:
-        for uri in self.cell_uris.values():
+        for uri in [*self.cell_uris.values(), *sorted(self.gone - set(self.cell_uris.values()))]:
             server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, diagnostics=[]))
 
@@ -159,7 +174,9 @@ def check_notebook(server: OnnxLensServer, notebook_uri: str,
     view = view_of(server, notebook_uri)
     if view is None:
         return None
-    server.notebooks[path_uri(view.path)] = view
+    earlier = server.notebooks.get(path_uri(view.path))
+    server.notebooks[path_uri(view.path)] = view.after(
+        earlier if isinstance(earlier, NotebookView) else None)
     notebook = server.workspace.get_notebook_document(notebook_uri=notebook_uri)
     return server.checker.request(notebook_uri, notebook.version if notebook else None,
                                   view.module.text, delay=delay)

@@ -86,14 +86,17 @@ _RULES = [
          "do not fit the model.",
          "Fix the example inputs (`args=`/`kwargs=`) or the model code at the marked line."),
     Rule("ONNX005", "target-not-checked", "load", Severity.INFO,
-         "A target is not checked: an ExportableModule whose constructor needs arguments, or "
-         "an export call its function did not reach.",
+         "A target is not checked: an ExportableModule whose constructor needs arguments, "
+         "an export call its function did not reach, or a notebook whose kernel is not "
+         "Python.",
          "Subclasses of `torch.onnx.ExportableModule` are export targets when they can be "
          "built with no arguments; this one's `__init__` has required parameters, so "
          "onnxlens cannot build it on its own. Or: a function marked with a pragma returned "
-         "without making one of its `torch.onnx.export` calls (a branch not taken).",
+         "without making one of its `torch.onnx.export` calls (a branch not taken). Or: a "
+         "notebook's kernel language is not Python (an R notebook): its cells are not read.",
          "Add `# onnx-export: init={...}` above the class with the constructor's arguments, "
-         "or give them defaults; for an export call, make the function reach it."),
+         "or give them defaults; for an export call, make the function reach it; a "
+         "notebook of another language needs nothing (exclude it to silence this)."),
     Rule("ONNX006", "unused-suppression", "report", Severity.WARNING,
          "An `# onnxlens: ignore` comment silenced nothing.",
          "A suppression comment on this line (or on a target's pragma or def/class line) "

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from exporter.source.notebooks import is_notebook
+from exporter.source.notebooks import ipython_names, is_notebook
 from exporter.source.text import Sources
 from exporter.source.traces import is_library_path
 
@@ -132,5 +132,7 @@ def _import(path: Path, workspace: Path, sources: Sources) -> ModuleType:
         text = sources.read(path)
         if is_notebook(path):  # tracebacks quote the cell's line, not the .ipynb's JSON
             linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))
+            # `get_ipython()`, as in Jupyter: a stand-in whose methods do nothing
+            module.__dict__.update(ipython_names(text))
         exec(compile(text, str(path), "exec"), module.__dict__)
     return module

@@ -9,7 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from exporter.config.schema import is_excluded
-from exporter.source.notebooks import NOTEBOOK_SUFFIX
+from exporter.source.notebooks import (
+    NOTEBOOK_SUFFIX,
+    NotPythonNotebook,
+    is_notebook,
+    notebook_problem,
+)
 from exporter.source.text import source_bytes
 
 #: a file without one of these has no export target and no export call (read before parsing)
@@ -43,9 +48,16 @@ def python_files_below(directory: Path, root: Path, excluded: list[str],
 
 def might_have_targets(path: Path) -> bool:
     """False only for a readable file without a target marker (a file that cannot be read,
-    is not a regular file or is too big, is kept: its check says why; it is never read)."""
+    is not a regular file or is too big, is kept: its check says why; it is never read). A
+    file named ``*.ipynb`` that is not a notebook (not JSON, no ``cells``) is kept too: its
+    check says so (it was left out without a word, "Checked 0 target(s) in 0 file(s)")."""
     try:
         text = source_bytes(path)
     except OSError:
         return True
-    return any(marker.encode() in text for marker in TARGET_MARKERS)
+    if any(marker.encode() in text for marker in TARGET_MARKERS):
+        return True
+    if not is_notebook(path):
+        return False
+    problem = notebook_problem(text)
+    return problem is not None and not isinstance(problem, NotPythonNotebook)

@@ -9,7 +9,8 @@ so a check runs the cell's Python and nothing else. A cell that still cannot be 
 (its lines are blank in the module) and reported once, on that cell.
 
 Cells are numbered from 1 over *all* cells of the file (markdown too), as ruff numbers them, so
-"cell 5" is ``cells[4]`` of the ``.ipynb`` JSON.
+"cell 5" is ``cells[4]`` of the ``.ipynb`` JSON. A notebook whose kernel is not Python (an R or
+Julia notebook) is not read as Python: :class:`NotPythonNotebook`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import json.decoder
 import json.scanner
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from exporter.findings.diagnostics import Range
 
@@ -38,6 +41,25 @@ _HELP = re.compile(r"^(\s*)[A-Za-z_][\w.]*\s*\?\??\s*$")
 
 class NotebookError(ValueError):
     """The file is not a notebook onnxlens can read (not JSON, or not nbformat 4)."""
+
+
+class NotPythonNotebook(NotebookError):
+    """A notebook whose kernel's language is not Python (``metadata.kernelspec.language`` or
+    ``metadata.language_info.name``): its cells are not Python, and it is not checked."""
+
+    def __init__(self, language: str, field: str) -> None:
+        super().__init__(f"its kernel's language is {language} (`{field}`), and onnxlens "
+                         "checks notebooks whose kernel is Python")
+        self.language, self.field = language, field
+
+
+class NotebookCodeTooBig(NotebookError):
+    """The notebook's code cells hold more than the limit a check reads (their outputs do not
+    count: exporter/source/text.py turns this into UnreadableSource)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"its code cells hold {size} bytes, more than {limit}")
+        self.size, self.limit = size, limit
 
 
 def is_notebook(path: Path) -> bool:
@@ -125,30 +147,141 @@ class NotebookModule:
         return None
 
 
-def notebook_module(raw: bytes) -> NotebookModule:
+def notebook_module(raw: bytes, max_code_bytes: int | None = None) -> NotebookModule:
     """The module of a notebook file's bytes. Raises NotebookError for a file that is not an
-    nbformat 4 notebook."""
+    nbformat 4 notebook, NotPythonNotebook for a notebook of another language, and (with
+    ``max_code_bytes``) NotebookCodeTooBig when its code cells' text (UTF-8) is bigger."""
+    text = _text_of(raw)
+    sources = _code_sources(_decoded(text, _LOCATING_DECODER))
+    if max_code_bytes is not None:
+        size = sum(len(piece.encode("utf-8", "surrogatepass"))
+                   for _, pieces in sources for piece in pieces)
+        if size > max_code_bytes:
+            raise NotebookCodeTooBig(size, max_code_bytes)
+    line_starts = _line_starts(text)
+    ascii_escaped = b"\\u" in raw
+    code = [(number, "".join(pieces), _raw_starts(pieces, line_starts))
+            for number, pieces in sources]
+    return _module(code, ascii_escaped)
+
+
+def notebook_problem(raw: bytes) -> NotebookError | None:
+    """What :func:`notebook_module` would raise for the file's bytes (its size limit aside),
+    found cheaply: json's C decoder, no cell parsed. None for a notebook it reads."""
     try:
-        document = _LOCATING_DECODER.decode(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        _code_sources(_decoded(_text_of(raw), json.JSONDecoder()))
+    except NotebookError as error:
+        return error
+    return None
+
+
+def _text_of(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
         raise NotebookError(f"it is not valid JSON ({error})") from None
+
+
+def _decoded(text: str, decoder: json.JSONDecoder) -> Any:
+    try:
+        return decoder.decode(text)
+    except (ValueError, RecursionError) as error:
+        raise NotebookError(f"it is not valid JSON ({error})") from None
+
+
+def _code_sources(document: Any) -> list[tuple[int, list[str]]]:
+    """(number, the pieces of its ``source``) of each code cell; raises NotebookError."""
     cells = document.get("cells") if isinstance(document, dict) else None
     if not isinstance(cells, list) or document.get("nbformat", 4) != 4:
         raise NotebookError("it is not a Jupyter notebook in nbformat 4 (no `cells` list)")
-    line_starts = _line_starts(raw.decode("utf-8-sig"))
-    ascii_escaped = b"\\u" in raw
-    code: list[tuple[int, str, tuple[tuple[int, int], ...]]] = []
-    for index, cell in enumerate(cells):
-        if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            pieces = _source_pieces(cell.get("source", ""))
-            code.append((index + 1, "".join(pieces), _raw_starts(pieces, line_starts)))
-    return _module(code, ascii_escaped)
+    language = _kernel_language(document.get("metadata"))
+    if language is not None:
+        raise NotPythonNotebook(*language)
+    return [(index + 1, _source_pieces(cell.get("source", "")))
+            for index, cell in enumerate(cells)
+            if isinstance(cell, dict) and cell.get("cell_type") == "code"]
+
+
+def _kernel_language(metadata: object) -> tuple[str, str] | None:
+    """(language, the field that says it) when the notebook's kernel is not Python; None for
+    a Python notebook, or one that does not say (nbformat makes both fields optional)."""
+    if not isinstance(metadata, dict):
+        return None
+    for section, key in (("kernelspec", "language"), ("language_info", "name")):
+        values = metadata.get(section)
+        value = values.get(key) if isinstance(values, dict) else None
+        if isinstance(value, str) and value.strip() \
+                and not value.strip().lower().startswith("python"):
+            return value.strip(), f"metadata.{section}.{key}"
+    return None
 
 
 def module_of_cells(cells: list[tuple[int, str]]) -> NotebookModule:
     """The module of code cells given as (number, text), in order: what an editor's notebook
     document holds (the language server's notebook sync)."""
     return _module([(number, text, ()) for number, text in cells], False)
+
+
+class IPythonStandIn:
+    """What ``get_ipython()`` returns in a check: every method does nothing and returns None
+    (``get_ipython().run_line_magic("matplotlib", "inline")``, ``.system("pip install x")``),
+    as a magic line is neutralised: what it does does not happen in a check."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        if name.startswith("__"):  # no protocol (pickling, copying) is pretended
+            raise AttributeError(name)
+        return _does_nothing
+
+    def __repr__(self) -> str:
+        return "<onnxlens's stand-in for IPython's shell>"
+
+
+def _does_nothing(*args: object, **kwargs: object) -> None:
+    return None
+
+
+_STAND_IN = IPythonStandIn()
+
+
+def get_ipython() -> IPythonStandIn:
+    """The stand-in for IPython's ``get_ipython`` a notebook's module gets
+    (:func:`ipython_names`)."""
+    return _STAND_IN
+
+
+def ipython_names(text: str) -> dict[str, object]:
+    """What a notebook's module holds before its cells run, as IPython's namespace does:
+    ``get_ipython`` when the code uses that name and its top level never binds it (a
+    ``def get_ipython``, ``from IPython import get_ipython``: theirs is kept)."""
+    if "get_ipython" not in text:
+        return {}
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return {}
+    used = any(isinstance(node, ast.Name) and node.id == "get_ipython"
+               and isinstance(node.ctx, ast.Load) for node in ast.walk(tree))
+    return {"get_ipython": get_ipython} if used and "get_ipython" not in _bound_at_top(tree) \
+        else {}
+
+
+def _bound_at_top(tree: ast.Module) -> set[str]:
+    """The names a module's top level binds (not those of its functions' and classes' bodies)."""
+    bound: set[str] = set()
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        pending.extend(ast.iter_child_nodes(node))
+    return bound
 
 
 def recent_notebook(text: str) -> NotebookModule | None:

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range
-from exporter.source.notebooks import NotebookError, NotebookModule, is_notebook, notebook_module
+from exporter.source.notebooks import (
+    NotebookCodeTooBig,
+    NotebookError,
+    NotebookModule,
+    NotPythonNotebook,
+    is_notebook,
+    notebook_module,
+)
 
 
 def parse_python(source: str, **options: Any) -> Any:
@@ -52,10 +59,14 @@ def split_lines(text: str) -> list[str]:
 #: the largest Python file onnxlens reads (docs/cli.md, "check"): a bigger one, or one
 #: that is not a regular file (a FIFO, a device, a socket), is reported, never read
 MAX_SOURCE_BYTES = 10 * 1024 * 1024
+#: the largest notebook file onnxlens reads: its outputs (a plot's PNG, base64) may be big;
+#: its code cells, what a check reads, are held to MAX_SOURCE_BYTES (docs/notebooks.md)
+MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
 
 
 class UnreadableSource(OSError):
-    """A file onnxlens does not read: not a regular file, or bigger than MAX_SOURCE_BYTES.
+    """A file onnxlens does not read: not a regular file, bigger than MAX_SOURCE_BYTES (a
+    notebook: MAX_NOTEBOOK_BYTES, or code cells bigger than MAX_SOURCE_BYTES).
     Its text is the reason, as in "The file cannot be read: it is a FIFO, ..."."""
 
 
@@ -70,21 +81,23 @@ def special_kind(mode: int) -> str | None:
 
 
 def source_bytes(path: Path) -> bytes:
-    """A Python file's bytes, read only from a regular file of at most MAX_SOURCE_BYTES: a
-    FIFO (``mkfifo model.py``) blocked the reader for ever, ``/dev/zero`` was read until
-    the kernel killed the process. Opened without blocking, then tested, so a file swapped
-    for a FIFO between a test and the open cannot block either."""
+    """A Python file's bytes, read only from a regular file of at most MAX_SOURCE_BYTES (a
+    notebook: MAX_NOTEBOOK_BYTES): a FIFO (``mkfifo model.py``) blocked the reader for ever,
+    ``/dev/zero`` was read until the kernel killed the process. Opened without blocking, then
+    tested, so a file swapped for a FIFO between a test and the open cannot block either."""
+    limit, what = (MAX_NOTEBOOK_BYTES, "notebooks") if is_notebook(path) \
+        else (MAX_SOURCE_BYTES, "Python files")
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with open(descriptor, "rb", closefd=True) as handle:
         status = os.fstat(descriptor)
         kind = special_kind(status.st_mode)
         if kind is not None:
             raise UnreadableSource(f"it is {kind}, and onnxlens reads only regular files")
-        data = b"" if status.st_size > MAX_SOURCE_BYTES else handle.read(MAX_SOURCE_BYTES + 1)
-    if status.st_size > MAX_SOURCE_BYTES or len(data) > MAX_SOURCE_BYTES:
+        data = b"" if status.st_size > limit else handle.read(limit + 1)
+    if status.st_size > limit or len(data) > limit:
         raise UnreadableSource(
-            f"it is {_megabytes(max(status.st_size, len(data)))}, and onnxlens reads Python "
-            f"files of at most {_megabytes(MAX_SOURCE_BYTES)}")
+            f"it is {_megabytes(max(status.st_size, len(data)))}, and onnxlens reads {what} "
+            f"of at most {_megabytes(limit)}")
     return data
 
 
@@ -110,14 +123,22 @@ def read_source(path: Path) -> str:
 
 
 def read_notebook(path: Path) -> NotebookModule:
-    """The notebook's module (cached while the file's mtime and size stay)."""
+    """The notebook's module (cached while the file's mtime and size stay). Raises
+    UnreadableSource for a file that is not regular, bigger than MAX_NOTEBOOK_BYTES or whose
+    code cells are bigger than MAX_SOURCE_BYTES (its outputs do not count), NotebookError for
+    a file that is not a notebook (NotPythonNotebook: not a Python one)."""
     status = path.stat()
     return _cached_notebook(str(path), status.st_mtime_ns, status.st_size)
 
 
 @lru_cache(maxsize=64)
 def _cached_notebook(path: str, mtime_ns: int, size: int) -> NotebookModule:
-    return notebook_module(source_bytes(Path(path)))
+    try:
+        return notebook_module(source_bytes(Path(path)), max_code_bytes=MAX_SOURCE_BYTES)
+    except NotebookCodeTooBig as error:
+        raise UnreadableSource(
+            f"its code cells are {_megabytes(error.size)}, and onnxlens reads at most "
+            f"{_megabytes(error.limit)} of a notebook's code") from None
 
 
 def notebook_at(path: Path) -> NotebookModule | None:
@@ -182,8 +203,10 @@ def line_text(path: Path, line: int, lines_of: LinesOf = source_lines) -> str:
 
 
 def decoding_problem(path: Path) -> Diagnostic | None:
-    """ONNX002 where the file's bytes do not match its encoding (Python could not import
-    it, even if an editor shows it with the bad bytes replaced); None when it reads fine."""
+    """Why the file is not checked, at its line 1: ONNX002 where the file's bytes do not match
+    its encoding (Python could not import it, even if an editor shows it with the bad bytes
+    replaced), the file cannot be read or is not a notebook; ONNX005 (info) for a notebook
+    whose kernel is not Python. None when it reads fine."""
     raw = b""
     try:
         if is_notebook(path):
@@ -192,6 +215,11 @@ def decoding_problem(path: Path) -> Diagnostic | None:
         raw = source_bytes(path)
         decode_source(raw)
         return None
+    except NotPythonNotebook as error:
+        return Diagnostic("ONNX005", f"The notebook is not checked: {error}.",
+                          Location(path, Range.of(1, 1, 1, 2)), target="",
+                          hint="Nothing to fix: its cells are not Python. Exclude it "
+                               "(`extend-exclude`) to silence this.")
     except NotebookError as error:
         return Diagnostic("ONNX002", f"The notebook cannot be read: {error}; it is not checked.",
                           Location(path, Range.of(1, 1, 1, 2)), target="",
@@ -200,9 +228,9 @@ def decoding_problem(path: Path) -> Diagnostic | None:
     except UnreadableSource as error:
         return Diagnostic("ONNX002", f"The file cannot be read: {error}; it is not checked.",
                           Location(path, Range.of(1, 1, 1, 2)), target="",
-                          hint="Exclude it (`extend-exclude`), or keep the model in a "
-                               "regular Python file of at most "
-                               f"{_megabytes(MAX_SOURCE_BYTES)}.")
+                          hint=_UNREADABLE_NOTEBOOK_HINT if is_notebook(path) else
+                          "Exclude it (`extend-exclude`), or keep the model in a regular "
+                          f"Python file of at most {_megabytes(MAX_SOURCE_BYTES)}.")
     except OSError as error:
         return Diagnostic("ONNX002", f"The file cannot be read: {error}",
                           Location(path, Range.of(1, 1, 1, 2)), target="")
@@ -214,6 +242,12 @@ def decoding_problem(path: Path) -> Diagnostic | None:
                           Location(path, Range.of(line, column, line, column + 1)), target="",
                           hint="Save the file as UTF-8, or declare its encoding in a "
                                "`# -*- coding: ... -*-` line.")
+
+
+_UNREADABLE_NOTEBOOK_HINT = (
+    "Exclude it (`extend-exclude`), or clear its big outputs or move code into a module it "
+    f"imports: onnxlens reads notebooks of at most {_megabytes(MAX_NOTEBOOK_BYTES)} whose code "
+    f"cells hold at most {_megabytes(MAX_SOURCE_BYTES)} (outputs do not count).")
 
 
 def char_column(text: str, byte_offset: int) -> int:

@@ -130,3 +130,85 @@ async def test_an_export_call_in_an_edited_notebook_is_named_by_its_cell_and_che
                 for lens in lenses][:1] == [
             (3, "✗ ONNX · 1 problem", [notebook_uri, "export_branching@cell3:4"])]
         assert not (tmp_path / "branching.onnx").exists()
+
+
+def _open(client, notebook: Path, texts: dict[int, str]) -> None:
+    """Open ``notebook`` with its code cells ``texts`` (by number), in the editor."""
+    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(
+            uri=uri_of(notebook), notebook_type="jupyter-notebook", version=1,
+            cells=[types.NotebookCell(kind=types.NotebookCellKind.Code,
+                                      document=_cell_uri(notebook, number))
+                   for number in texts]),
+        cell_text_documents=[types.TextDocumentItem(
+            uri=_cell_uri(notebook, number), language_id="python", version=1, text=text)
+            for number, text in texts.items()]))
+
+
+def _write_notebook(path: Path, texts: list[str], metadata: dict | None = None) -> None:
+    path.write_text(json.dumps({"cells": [
+        {"cell_type": "code", "metadata": {}, "source": text.splitlines(True), "outputs": [],
+         "execution_count": None} for text in texts],
+        "metadata": metadata or {}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+DELETED_CELLS = {
+    1: "import torch\n",
+    2: "# onnx-export: args=(torch.randn(2, 3),)\nclass Branching(torch.nn.Module):\n"
+       "    def forward(self, x):\n        if x.sum() > 0:\n            return x\n"
+       "        return -x\n",
+    3: "# onnx-export: args=(torch.randn(2, 3),)\nclass Doubling(torch.nn.Module):\n"
+       "    def forward(self, x):\n        return x * 2\n",
+}
+
+
+async def test_a_deleted_cells_findings_leave_the_problems_panel(tmp_path):
+    """Issue 39: a check published on the cells the notebook has, so what was shown on a
+    deleted cell stayed in the Problems panel for ever."""
+    notebook = tmp_path / "deleted.ipynb"
+    _write_notebook(notebook, list(DELETED_CELLS.values()))
+    (tmp_path / "pyproject.toml").write_text("")
+    notebook_uri = uri_of(notebook)
+    deleted = _cell_uri(notebook, 2)
+    async with served(tmp_path) as client:
+        _open(client, notebook, DELETED_CELLS)
+        found = await diagnostics_for(client, deleted, lambda d: bool(d))
+        assert [(d.code, d.range.start.line) for d in found] == [("ONNX101", 3)]
+
+        client.diagnostics.pop(deleted, None)  # the next publish for it is awaited
+        client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=2,
+                                                                        uri=notebook_uri),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+                structure=types.NotebookDocumentCellChangeStructure(
+                    array=types.NotebookCellArrayChange(start=1, delete_count=1, cells=[]),
+                    did_close=[types.TextDocumentIdentifier(uri=deleted)])))))
+        client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=notebook_uri)))
+
+        assert await diagnostics_for(client, deleted) == []
+        # the check of the notebook without it: its other target, clean
+        lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=_cell_uri(notebook, 3))))
+        assert [list(lens.command.arguments) for lens in lenses][:1] == [
+            [notebook_uri, "Doubling"]]
+        assert await diagnostics_for(client, _cell_uri(notebook, 3)) == []
+
+
+async def test_a_notebook_whose_kernel_is_not_python_gets_only_why(tmp_path):
+    """Issue 39: an R notebook was parsed as Python ("Syntax error in cell ...")."""
+    texts = {1: "library(torch)\nx <- torch_randn(2, 3)\n",
+             2: "# torch.onnx from R\nif (as.numeric(x$sum()) > 0) {\n  print('yes')\n}\n"}
+    notebook = tmp_path / "analysis.ipynb"
+    _write_notebook(notebook, list(texts.values()),
+                    {"kernelspec": {"display_name": "R", "language": "R", "name": "ir"},
+                     "language_info": {"name": "R"}})
+    (tmp_path / "pyproject.toml").write_text("")
+    async with served(tmp_path) as client:
+        _open(client, notebook, texts)
+        found = await diagnostics_for(client, _cell_uri(notebook, 1), lambda d: bool(d))
+        assert [(d.code, d.severity, d.range.start.line) for d in found] == [
+            ("ONNX005", types.DiagnosticSeverity.Information, 0)]
+        assert found[0].message.startswith("The notebook is not checked: its kernel's "
+                                           "language is R (`metadata.kernelspec.language`)")
+        assert await diagnostics_for(client, _cell_uri(notebook, 2)) == []

@@ -277,3 +277,144 @@ def test_a_notebook_check_writes_nothing(exporting_notebooks, written):
 def test_a_notebook_check_leaves_every_file_as_it_was(exporting_notebooks):
     _, before, after = exporting_notebooks
     assert after == before
+
+
+# -- issue 39: nothing lost, round 4 ------------------------------------------------------------
+
+DOUBLING = ("# onnx-export: args=(torch.randn(2, 3),)\nclass Doubling(torch.nn.Module):\n"
+            "    def forward(self, x):\n        return x * 2")
+
+
+def _check_json(directory: Path, *args: str) -> tuple[int, dict]:
+    import contextlib
+    import io
+    import os
+
+    out, cwd = io.StringIO(), os.getcwd()
+    os.chdir(directory)
+    try:
+        with contextlib.redirect_stdout(out):
+            code = main(["check", *args, "--format", "json"])
+    finally:
+        os.chdir(cwd)
+    return code, json.loads(out.getvalue())
+
+
+def test_a_notebook_big_for_its_outputs_is_checked(tmp_path):
+    """12 MB of base64 PNG in a cell's outputs: the code cells are what is checked (the file
+    was refused: "it is 12.0 MB, and onnxlens reads Python files of at most 10.0 MB")."""
+    (tmp_path / "pyproject.toml").write_text("")
+    document = json.loads(_notebook_json([("code", "import torch"), ("code", DOUBLING)]))
+    document["cells"][0]["outputs"] = [{
+        "output_type": "display_data", "metadata": {},
+        "data": {"image/png": "iVBORw0KGgo" + "A" * (12 * 1024 * 1024),
+                 "text/plain": ["<Figure size 640x480 with 1 Axes>"]}}]
+    (tmp_path / "plots.ipynb").write_text(json.dumps(document, indent=1))
+    assert (tmp_path / "plots.ipynb").stat().st_size > 12 * 1024 * 1024
+
+    code, report = _check_json(tmp_path, "plots.ipynb")
+
+    assert report["diagnostics"] == []
+    assert [(t["name"], t["cell"], t["ok"]) for t in report["targets"]] == [
+        ("Doubling", 2, True)]
+    assert code == 0
+
+
+def test_a_notebook_whose_code_cells_are_too_big_is_refused(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    filler = "# " + "x" * 97 + "\n"
+    (tmp_path / "generated.ipynb").write_text(_notebook_json([
+        ("code", "import torch\n" + filler * (11 * 1024 * 1024 // len(filler))),
+        ("code", DOUBLING)]))
+
+    code, report = _check_json(tmp_path, "generated.ipynb")
+
+    assert code == 1
+    assert report["targets"] == []
+    assert [(d["rule"], d["severity"], d["message"]) for d in report["diagnostics"]] == [
+        ("ONNX002", "error", "The file cannot be read: its code cells are 11.0 MB, and "
+         "onnxlens reads at most 10.0 MB of a notebook's code; it is not checked.")]
+
+
+R_CELLS = [
+    ("markdown", "Fit in R; the Python side exports with torch.onnx."),
+    ("code", "library(torch)\nx <- torch_randn(2, 3)"),
+    ("code", "model <- nn_linear(3, 1)\ny <- model(x)"),
+    ("code", "if (as.numeric(y$sum()) > 0) {\n  print('positive')\n}"),
+]
+
+
+@pytest.mark.parametrize("metadata, said", [
+    ({"kernelspec": {"display_name": "R", "language": "R", "name": "ir"},
+      "language_info": {"name": "R"}}, "R (`metadata.kernelspec.language`)"),
+    ({"language_info": {"name": "julia", "version": "1.10.0"}},
+     "julia (`metadata.language_info.name`)"),
+])
+def test_a_notebook_whose_kernel_is_not_python_is_not_read_as_python(
+        tmp_path, monkeypatch, capsys, metadata, said):
+    """It was parsed as Python: "Syntax error in cell 3", exit 1."""
+    (tmp_path / "pyproject.toml").write_text("")
+    document = json.loads(_notebook_json(R_CELLS))
+    document["metadata"] = metadata
+    (tmp_path / "analysis.ipynb").write_text(json.dumps(document, indent=1))
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["check", "analysis.ipynb"]) == 0  # as for a file without targets
+
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"analysis.ipynb:1:1: info[ONNX005]: The notebook is not checked: its kernel's "
+        f"language is {said}, and onnxlens checks notebooks whose kernel is Python.\n")
+    assert "Syntax error" not in out and "ONNX002" not in out
+    code, report = _check_json(tmp_path, ".")
+    assert code == 0
+    assert report["targets"] == []
+    assert [(d["rule"], d["severity"]) for d in report["diagnostics"]] == [("ONNX005", "info")]
+
+
+GET_IPYTHON_CELLS = [
+    ("code", "import torch\n\nget_ipython().run_line_magic('matplotlib', 'inline')\n"
+             "get_ipython().system('pip install onnx')\nshell = get_ipython()"),
+    ("code", DOUBLING),
+    ("code", "# onnx-export:\ndef export_doubling():\n"
+             "    get_ipython().run_cell_magic('time', '', 'pass')\n"
+             '    torch.onnx.export(Doubling(), (torch.randn(2, 3),), "doubling.onnx")'),
+]
+
+
+def test_get_ipython_in_a_cell_does_not_stop_the_targets_from_loading(tmp_path):
+    """``get_ipython()`` was a NameError at import: ONNX002 on every target."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "magics.ipynb").write_text(_notebook_json(GET_IPYTHON_CELLS))
+
+    code, report = _check_json(tmp_path, "magics.ipynb")
+
+    assert report["diagnostics"] == []
+    assert {t["name"]: t["ok"] for t in report["targets"]} == {
+        "Doubling": True, "export_doubling@cell3:4": True}
+    assert code == 0
+    assert not (tmp_path / "doubling.onnx").exists()
+
+
+@pytest.mark.parametrize("text, said", [
+    ("this is not JSON", "The notebook cannot be read: it is not valid JSON ("),
+    ('{"metadata": {}, "nbformat": 4}', "The notebook cannot be read: it is not a Jupyter "
+                                         "notebook in nbformat 4 (no `cells` list)"),
+])
+def test_an_invalid_notebook_named_on_the_command_line_is_reported(
+        tmp_path, monkeypatch, capsys, text, said):
+    """It said "Checked 0 target(s) in 0 file(s)" and exited 0: a file without a target
+    marker was left out before its check could say it is not a notebook."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "broken.ipynb").write_text(text)
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["check", "broken.ipynb"]) == 1
+
+    out = capsys.readouterr().out
+    assert out.startswith(f"broken.ipynb:1:1: error[ONNX002]: {said}")
+    assert "in 1 file(s)" in out
+    code, report = _check_json(tmp_path, ".")  # found in a directory: the same
+    assert code == 1
+    assert [(d["rule"], Path(d["path"]).name) for d in report["diagnostics"]] == [
+        ("ONNX002", "broken.ipynb")]

@@ -11,8 +11,12 @@ import pytest
 from exporter.findings.diagnostics import Range
 from exporter.source.notebooks import (
     CellPosition,
+    NotebookCodeTooBig,
     NotebookError,
+    NotPythonNotebook,
+    ipython_names,
     notebook_module,
+    notebook_problem,
     raw_range,
 )
 
@@ -100,3 +104,98 @@ def test_a_cell_written_as_one_string_points_at_that_string():
     found = raw_range(cell, Range.of(2, 1, 2, 2))
     assert found is not None
     assert raw.decode()[found.start.column - 2] == '"'  # the string's opening quote
+
+
+# -- issue 39: nothing lost, round 4 ------------------------------------------------------------
+
+@pytest.mark.parametrize("text, given", [
+    ("get_ipython().run_line_magic('matplotlib', 'inline')\n", True),
+    ("def f():\n    return get_ipython().system('ls')\n", True),
+    ("def get_ipython():\n    return None\nget_ipython()\n", False),  # theirs
+    ("from IPython import get_ipython\nget_ipython()\n", False),
+    ("try:\n    from IPython import get_ipython\nexcept ImportError:\n    pass\n"
+     "get_ipython()\n", False),
+    ("def g():\n    get_ipython = print\n    get_ipython()\nget_ipython()\n", True),  # local
+    ("x = 1\n", False),  # not used
+    ("text = 'get_ipython'\n", False),
+])
+def test_get_ipython_is_given_only_when_used_and_not_bound(text, given):
+    names = ipython_names(text)
+    assert ("get_ipython" in names) is given
+    if given:
+        shell = names["get_ipython"]()
+        assert shell.run_line_magic("matplotlib", "inline") is None
+        assert shell.system("pip install onnx") is None
+        assert shell.run_cell_magic("time", "", "x = 1") is None
+        with pytest.raises(AttributeError):  # no protocol is pretended
+            shell.__array__  # noqa: B018
+
+
+@pytest.mark.parametrize("metadata, language", [
+    ({"kernelspec": {"language": "R", "name": "ir"}}, "R"),
+    ({"language_info": {"name": "julia"}}, "julia"),
+    ({"kernelspec": {"language": "python"}, "language_info": {"name": "scala"}}, "scala"),
+])
+def test_a_notebook_of_another_language_is_not_read_as_python(metadata, language):
+    document = {"cells": [{"cell_type": "code", "source": "x <- 1\n"}], "metadata": metadata,
+                "nbformat": 4, "nbformat_minor": 5}
+    raw = json.dumps(document).encode()
+    with pytest.raises(NotPythonNotebook) as raised:
+        notebook_module(raw)
+    assert raised.value.language == language
+    assert isinstance(notebook_problem(raw), NotPythonNotebook)
+
+
+@pytest.mark.parametrize("metadata", [
+    {}, {"kernelspec": {"language": "python", "name": "python3"},
+         "language_info": {"name": "python", "version": "3.12.1"}},
+    {"kernelspec": {"name": "python3"}}, {"language_info": {"name": "Python"}}])
+def test_a_python_notebook_or_one_that_does_not_say_is_read(metadata):
+    document = {"cells": [{"cell_type": "code", "source": "x = 1\n"}], "metadata": metadata,
+                "nbformat": 4}
+    raw = json.dumps(document).encode()
+    assert notebook_module(raw).text == "x = 1\n"
+    assert notebook_problem(raw) is None
+
+
+@pytest.mark.parametrize("raw, reason", [
+    (b'{"cells": [', "not valid JSON"),
+    (b'{"metadata": {}}', "not a Jupyter notebook in nbformat 4"),
+    (b'{"cells": [{"cell_type": "code", "source": 3}]}', "neither a string nor a list"),
+    (b'\xff\xfe', "not valid JSON"),
+])
+def test_notebook_problem_says_what_notebook_module_raises(raw, reason):
+    problem = notebook_problem(raw)
+    assert problem is not None and reason in str(problem)
+
+
+def test_the_size_limit_counts_the_code_cells_not_the_outputs():
+    document = json.loads(_notebook(("code", "import torch\n"), ("code", "x = 1\n")))
+    document["cells"][0]["outputs"] = [{"output_type": "display_data", "metadata": {},
+                                        "data": {"image/png": "A" * 5000}}]
+    raw = json.dumps(document).encode()
+    assert notebook_module(raw, max_code_bytes=100).text == "import torch\nx = 1\n"
+    with pytest.raises(NotebookCodeTooBig) as raised:
+        notebook_module(raw, max_code_bytes=10)
+    assert (raised.value.size, raised.value.limit) == (len("import torch\nx = 1\n"), 10)
+
+
+def test_a_notebook_file_is_read_up_to_its_own_larger_limit(tmp_path):
+    from exporter.source.text import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, decoding_problem
+
+    assert MAX_NOTEBOOK_BYTES > MAX_SOURCE_BYTES
+    huge = tmp_path / "huge.ipynb"
+    with open(huge, "wb") as handle:  # sparse: takes no disk space, never read
+        handle.truncate(MAX_NOTEBOOK_BYTES + 1024 * 1024)
+    problem = decoding_problem(huge)
+    assert problem is not None
+    assert (problem.rule, problem.message) == (
+        "ONNX002", "The file cannot be read: it is 257.0 MB, and onnxlens reads notebooks of "
+        "at most 256.0 MB; it is not checked.")
+    r_notebook = tmp_path / "r.ipynb"
+    r_notebook.write_text(json.dumps({"cells": [], "nbformat": 4,
+                                      "metadata": {"kernelspec": {"language": "R"}}}))
+    problem = decoding_problem(r_notebook)
+    assert problem is not None
+    assert (problem.rule, problem.severity, problem.location.range.start.line) == (
+        "ONNX005", "info", 1)
