@@ -295,8 +295,10 @@ class Worker:
         no_terminal()
 
     def _answer(self, request: JobRequest, pipe: int) -> None:
+        from export_worker.existing_files import job_protection, protect_existing_files
         from export_worker.jobs import run_job
 
+        protect_existing_files(job_protection(request.workspace, request.kind, request.output))
         before = set(sys.modules)
 
         def progress(result: dict[str, Any]) -> None:
@@ -367,6 +369,9 @@ class Worker:
         spare = self.spare
         if spare is None or not spare.warm:
             return None
+        if not _can_run(spare.pid):  # killed or stopped while idle: onnxlens's fault, never
+            self._drop_spare()  # the model's; the job runs in a fresh fork
+            return None
         self.spare = None
         try:
             _write_all(spare.request, encode(request))
@@ -387,7 +392,8 @@ class Worker:
         os.close(spare.request)
         os.close(spare.answer)
         _kill_group(spare.pid)
-        os.waitpid(spare.pid, 0)
+        with contextlib.suppress(ChildProcessError):  # reaped already
+            os.waitpid(spare.pid, 0)
 
     def _job_event(self, fd: int, job: Job) -> None:
         if self.jobs.get(job.pid) is not job:  # it ended earlier in this round
@@ -566,6 +572,18 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def _can_run(pid: int) -> bool:
+    """Whether the process ``pid`` is alive and not stopped (``/proc/<pid>/stat``'s state;
+    without /proc, as on macOS, assumed)."""
+    if not os.path.exists("/proc/self/stat"):
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("T", "t", "Z", "X", "x")
 
 
 def _read_line(fd: int) -> bytes:

@@ -6,10 +6,13 @@ import ast
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from typing import Any
+
+import pytest
 
 from export_worker.messages import (
     JobDone,
@@ -192,3 +195,31 @@ def test_a_job_sees_the_stdio_of_a_plain_process(tmp_path):
     (target,) = reads_stdin.answer.result["targets"]
     assert target["diagnostics"] == []
     assert {stage["state"] for stage in target["stages"]} == {"passed"}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGSTOP])
+def test_a_spare_killed_or_stopped_while_idle_never_fails_a_job(signum):
+    """Issue 39: the spare's death is onnxlens's fault, never the model's: the next job runs
+    in a fresh fork and passes (it was a false ONNX902, or an ONNX901 for a stopped spare)."""
+    worker = _Worker(spare=True)
+    try:
+        spare = worker.wait_for_warm_spare()
+        os.kill(spare, signum)
+        while _state(spare) not in ("T", "Z", "gone"):  # the signal has landed (while idle)
+            time.sleep(0.01)
+        answer = worker.check("1", "probe", "Probe", timeout=60)
+        assert answer.pid != spare
+        assert _probe_message(answer)  # the probe's own ONNX003: the model ran to its end
+    finally:
+        if signum == signal.SIGSTOP:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(spare, signal.SIGKILL)
+        worker.close()
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
