@@ -14,7 +14,7 @@ import contextlib
 import signal
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,7 @@ class BatchOptions:
 @dataclass
 class BatchResult:
     result: CheckResult
-    ready: Ready
+    ready: Ready | None  # None: interrupted while the worker warmed up
     targets: list[Target]  # what was found, for the report's suppressions
     unfinished: int = 0  # targets not checked: the run was interrupted (SIGINT, SIGTERM)
 
@@ -91,13 +91,38 @@ class _File:
 
 async def _check_files(files: list[Path], options: BatchOptions,
                        on_file: FileDone, python: str) -> BatchResult:
+    with _interruptions() as stop:
+        return await _check_files_until(files, options, on_file, python, stop)
+
+
+@contextlib.contextmanager
+def _interruptions() -> Iterator[asyncio.Event]:
+    """An event set by SIGINT or SIGTERM for the whole run, the worker's warm-up included (a
+    SIGTERM then ended the run with no message and no report)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for number in signals:
+        loop.add_signal_handler(number, stop.set)
+    try:
+        yield stop
+    finally:
+        for number in signals:
+            loop.remove_signal_handler(number)
+
+
+async def _check_files_until(files: list[Path], options: BatchOptions, on_file: FileDone,
+                             python: str, stop: asyncio.Event) -> BatchResult:
     client = WorkerClient(python=python, spare=False)
     await client.start()
     try:
         # while the worker warms up
         entries = [entry for entry in (_discover(path) for path in files)
                    if options.shard is None or _keep_shard(entry, options)]
-        ready = await client.wait_ready()
+        ready = await _unless_interrupted(client.wait_ready(), stop)
+        if ready is None:
+            found = [t for entry in entries for t in entry.targets]
+            return BatchResult(CheckResult(), None, found, unfinished=len(found))
         limits = Limits(options.timeout, options.memory_limit_mb)
         slots = asyncio.Semaphore(max(1, options.jobs))
         emitted = 0
@@ -128,7 +153,7 @@ async def _check_files(files: list[Path], options: BatchOptions,
         emit_finished()  # files without targets before the first job
         unfinished = await _until_done_or_interrupted([
             asyncio.ensure_future(run(entry, index))
-            for entry in entries for index in range(len(entry.targets))])
+            for entry in entries for index in range(len(entry.targets))], stop)
         emit_finished()
         if unfinished:  # what was checked still reaches the report
             for entry in entries[emitted:]:
@@ -157,24 +182,34 @@ async def _with_fixes_tried(client: WorkerClient, slots: asyncio.Semaphore,
     return with_trials(checked, await try_fixes(request, text, checked, submit, limits, budget))
 
 
-async def _until_done_or_interrupted(tasks: list[asyncio.Future[None]]) -> bool:
-    """Wait for ``tasks``; on SIGINT or SIGTERM cancel the rest (their processes are killed)
-    and return True, so that the report of what finished is still written. When one fails
-    (stdout closed under the text report, or a bug) the rest are cancelled before it is
-    raised."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    for number in signals:
-        loop.add_signal_handler(number, stop.set)
+async def _unless_interrupted(ready: Awaitable[Ready], stop: asyncio.Event) -> Ready | None:
+    """The worker's ``Ready``, or None when ``stop`` is set first."""
+    waited = asyncio.ensure_future(ready)
+    stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({waited, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if waited.done():
+        return waited.result()
+    waited.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waited
+    return None
+
+
+async def _until_done_or_interrupted(tasks: list[asyncio.Future[None]],
+                                     stop: asyncio.Event) -> bool:
+    """Wait for ``tasks``; once ``stop`` is set (SIGINT, SIGTERM) cancel the rest (their
+    processes are killed) and return True, so that the report of what finished is still
+    written. When one fails (stdout closed under the text report, or a bug) the rest are
+    cancelled before it is raised."""
     jobs = asyncio.gather(*tasks)
     stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
     waiting: set[asyncio.Future[Any]] = {jobs, stopped}
     try:
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for number in signals:
-            loop.remove_signal_handler(number)
         stopped.cancel()
     interrupted = not jobs.done()
     failed = jobs.done() and jobs.exception() is not None

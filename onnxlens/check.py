@@ -82,10 +82,14 @@ def check_command(args: argparse.Namespace) -> int:
                 args.format != "text" or args.sarif_file) and files:
             report_missing_toolchain(args, files, root, unavailable)
         raise unavailable from error
-    if batch.unfinished:
+    if batch.ready is None:
+        print(f"onnxlens: interrupted while the export worker started: none of the "
+              f"{batch.unfinished} target(s) was checked", file=sys.stderr)
+    elif batch.unfinished:
         print(f"onnxlens: interrupted: {batch.unfinished} target(s) were not checked; the "
               "report holds those that were", file=sys.stderr)
-    print_worker_notes(batch.ready)
+    if batch.ready is not None:
+        print_worker_notes(batch.ready)
     result = batch.result
     diagnostics = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
     if args.format == "github":
@@ -97,7 +101,8 @@ def check_command(args: argparse.Namespace) -> int:
     if streaming:
         print(format_summary(result, diagnostics), end="")
     else:
-        text = render_check(args, result, diagnostics, root, batch.ready.toolchain)
+        text = render_check(args, result, diagnostics, root,
+                            batch.ready.toolchain if batch.ready is not None else None)
         if args.output:
             write_atomically(args.output, text)
             print(f"onnxlens: wrote {display_path(args.output)}", file=sys.stderr)
@@ -105,7 +110,7 @@ def check_command(args: argparse.Namespace) -> int:
                 print(format_text(result, diagnostics), end="", file=sys.stderr)
         else:
             print(text, end="")
-    if batch.unfinished:
+    if batch.unfinished or batch.ready is None:
         return EXIT_INTERRUPTED
     return EXIT_ERRORS if any(d.severity == "error" for d in diagnostics) else EXIT_OK
 

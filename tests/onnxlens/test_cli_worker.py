@@ -269,3 +269,39 @@ def test_the_smallest_memory_limit_checks_a_tiny_model(tmp_path):
     assert done.returncode == 0, done.stderr
     assert report["diagnostics"] == []
     assert [(t["name"], t["ok"]) for t in report["targets"]] == [("TinyMlp", True)]
+
+
+def _children(pid: int) -> list[str]:
+    """The command lines of ``pid``'s children."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            if entry.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append((entry / "cmdline").read_text().replace("\0", " "))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_sigterm_while_the_worker_warms_up_says_so(tmp_path):
+    """Issue 39: a SIGTERM before the worker was ready ended the run with status 143, no
+    message and no report."""
+    (tmp_path / "model.py").write_text((FIXTURES / "no_translation" / "model.py").read_text())
+    run = subprocess.Popen(
+        [sys.executable, "-m", "onnxlens", "check", str(tmp_path), "--root", str(tmp_path),
+         "--format", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        while not any("export_worker.process" in c for c in _children(run.pid)):
+            assert run.poll() is None, run.communicate()
+        run.send_signal(signal.SIGTERM)  # the worker is starting: it takes seconds
+        out, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 130, err
+    assert "onnxlens: interrupted while the export worker started: none of the 1 target(s) " \
+           "was checked" in err
+    assert "Traceback" not in err
+    report = json.loads(out)
+    assert report["targets"] == [] and report["diagnostics"] == []
