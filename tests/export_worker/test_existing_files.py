@@ -63,9 +63,16 @@ def test_what_a_job_may_not_replace(tmp_path):
 INSTALLED = """\
 from pathlib import Path
 
+import torch
+from torch.onnx import export as onnx_export  # bound at import: before any interception
+
 
 def overwrite(path):
     Path(path).write_bytes(b"overwritten by an installed helper")
+
+
+def export_over(model, path):
+    onnx_export(model, (torch.randn(2, 3),), str(path), dynamo=True)
 """
 
 TARGETS = """\
@@ -105,6 +112,12 @@ def copied_over():
 
 
 # onnx-export: args=(torch.randn(2, 3),)
+def exported_by_a_helper_imported_ahead():
+    installed_writer.export_over(Small(), HERE / "precious.onnx")
+    return Small()
+
+
+# onnx-export: args=(torch.randn(2, 3),)
 def program_saved():
     program = torch.onnx.export(Small(), (torch.randn(2, 3),), dynamo=True)
     program.save(str(HERE / "precious.onnx"))
@@ -114,8 +127,9 @@ def program_saved():
 
 def test_a_check_replaces_no_file_of_the_users_whatever_writes_it(tmp_path):
     """A model's code that overwrites a file of the workspace (through an installed helper,
-    in a thread, by shutil, by ONNXProgram.save) leaves it as it was; the target's finding
-    says why its code failed."""
+    one the worker imported ahead after the first job whose `torch.onnx.export` was bound
+    before any interception, in a thread, by shutil, by ONNXProgram.save) leaves it as it
+    was; the target's finding says why its code failed."""
     project, site = tmp_path / "project", tmp_path / "site"
     project.mkdir()
     site.mkdir()
@@ -128,7 +142,7 @@ def test_a_check_replaces_no_file_of_the_users_whatever_writes_it(tmp_path):
     before = precious.stat()
     done = subprocess.run(
         [str(Path(sys.executable).parent / "onnxlens"), "check", "--format", "json",
-         "models.py"], cwd=project, capture_output=True, text=True, timeout=600,
+         "models.py", "--jobs", "1"], cwd=project, capture_output=True, text=True, timeout=600,
         env={**os.environ, "PYTHONPATH": str(site)})
     assert precious.read_bytes() == b"the user's model"
     assert precious.stat().st_mtime_ns == before.st_mtime_ns
