@@ -205,21 +205,29 @@ def test_the_api_answers_the_page_of_its_launch_about_its_own_files(guarded, sav
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
                     reason="needs root and setpriv to act as another local user")
 def test_another_local_user_reads_nothing(guarded):
-    """Another local user (uid 65534) knows the port and the paths, not the secret."""
-    viewer, node_data, private, _ = guarded
+    """Another local user (uid 65534) knows the port and the paths, not the secret: no file of
+    the user's or of the graph, no /dev/zero, no upload."""
+    viewer, node_data, private, temporary = guarded
     script = ("import sys, urllib.request, urllib.error\n"
+              "upload = (b'--b\\r\\nContent-Disposition: form-data; name=\"file\"; '\n"
+              "          b'filename=\"x\"\\r\\n\\r\\nplanted\\r\\n--b--\\r\\n')\n"
               "for path in sys.argv[2:]:\n"
+              "    body = upload if 'upload' in path else None\n"
+              "    request = urllib.request.Request(sys.argv[1] + path, body, headers={\n"
+              "        'Content-Type': 'multipart/form-data; boundary=b'})\n"
               "    try:\n"
-              "        urllib.request.urlopen(sys.argv[1] + path, timeout=30)\n"
+              "        urllib.request.urlopen(request, timeout=30)\n"
               "        print(200)\n"
               "    except urllib.error.HTTPError as error:\n"
               "        print(error.code)\n")
-    reads = [f"/api/v1/read_text_file?path={path}" for path in (private, node_data)]
+    paths = [f"/api/v1/read_text_file?path={path}" for path in (private, node_data, "/dev/zero")]
+    paths += ["/api/v1/load_node_data?node_data_index=0", "/apipost/v1/upload"]
     answer = subprocess.run(
         ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", sys.executable,
-         "-I", "-c", script, viewer.base_url, *reads, "/api/v1/load_node_data?node_data_index=0"],
+         "-I", "-c", script, viewer.base_url, *paths],
         capture_output=True, text=True, timeout=60, check=True)
-    assert answer.stdout.split() == ["403", "403", "403"]
+    assert answer.stdout.split() == ["403"] * len(paths)
+    assert list(temporary.iterdir()) == []
 
 
 HOSTILE_PAGE = """<!doctype html><meta charset="utf-8">
