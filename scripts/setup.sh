@@ -44,6 +44,12 @@ echo "setup: installing ${torch_specs[*]} into $venv"
 # depend on no torch (tests/conftest.py, EVERY_TORCH)
 extras="export,lsp,dev"
 [ "$torch_version" = "$("$python" "$versions" primary)" ] && extras="$extras,graph"
+# timm (its fix trial's tests, tests/onnxlens/test_library_fixes.py) where the torch release
+# pins a torchvision: timm imports torchvision, and a torchvision from PyPI may not import
+# beside the pinned torch (tests/corpus/README.md)
+if printf '%s\n' "${torch_specs[@]}" | grep -q '^torchvision=='; then
+    extras="$extras,timm"
+fi
 echo "setup: installing onnxlens with the $extras extras"
 "${pip[@]}" -e "$repo[$extras]" "${torch_specs[@]}" </dev/null
 echo "$want" >"$stamp"

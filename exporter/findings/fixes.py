@@ -17,7 +17,7 @@ from typing import Literal
 from exporter.findings.positions import Range
 
 #: where a candidate's knowledge comes from (docs/fixes.md lists each fix and its source)
-FixSource = Literal["torch", "transformers", "onnx-diagnostic", "onnxlens"]
+FixSource = Literal["torch", "transformers", "timm", "onnx-diagnostic", "onnxlens"]
 #: a trial's outcome: the edited check passed, it still fails, or the budget ran out first
 TrialVerdict = Literal["works", "fails", "not-tried"]
 

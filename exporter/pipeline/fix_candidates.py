@@ -12,6 +12,11 @@ Where each comes from:
   of ``grouped_mm``, which has no ONNX translation; ``from_pretrained``'s docs; transformers'
   own ONNX exporter switches to ``batched_mm``) and ``use_cache=False`` (no cache object among
   the outputs; transformers' docs, "Export to ONNX");
+* **timm**: ``exportable=True`` on the user's ``timm.create_model(...)`` (timm's layer config
+  "traceable / ONNX exportable": among others its attention modules then compute attention
+  as plain tensor operations instead of ``F.scaled_dot_product_attention``, whose
+  decomposition fails with their position biases; ``timm/layers/config.py``,
+  ``use_fused_attn``);
 * **onnxlens**: a specialized dimension made static (ONNX102).
 
 A candidate is only ever an edit of text the user wrote; nothing here is shown before it was
@@ -48,7 +53,7 @@ def fix_candidates(ctx: CheckContext, diagnostics: list[Diagnostic]) -> list[Fix
     if not errors or any(d.stage not in _EXPORT_STAGES for d in errors) \
             or is_notebook(ctx.target.path):
         return []
-    return [*ctx.fix_candidates, *_transformers_settings(ctx)]
+    return [*ctx.fix_candidates, *_transformers_settings(ctx), *_timm_settings(ctx)]
 
 
 def _transformers_settings(ctx: CheckContext) -> Iterator[FixCandidate]:
@@ -93,14 +98,56 @@ def _transformers_settings(ctx: CheckContext) -> Iterator[FixCandidate]:
             "transformers", keyword_edits(ctx.target.path, lines, call, both))
 
 
+def _timm_settings(ctx: CheckContext) -> Iterator[FixCandidate]:
+    """``exportable=True`` for a model with timm's fused attention, built by the one
+    ``timm.create_model(...)`` of the target's function: the only thing the switch changes
+    that export needs (with today's torch its activations are the same either way)."""
+    model = ctx.loaded.model if ctx.loaded is not None else None
+    if "timm" not in sys.modules or not _has_fused_timm_attention(model):
+        return
+    source = ctx.sources.read(ctx.target.path)
+    call = timm_call(parse_python(source), ctx.target.symbol)
+    if call is None:
+        return
+    yield FixCandidate(
+        "timm:exportable", "Build the model with `exportable=True` (timm's attention as "
+        "plain tensor operations)", "timm",
+        keyword_edits(ctx.target.path, split_lines(source), call, {"exportable": "True"}))
+
+
+def timm_call(tree: ast.Module, symbol: str) -> ast.Call | None:
+    """The one ``timm.create_model(...)`` (or ``create_model(...)`` imported from timm) of the
+    target's function; none when there are two: which one builds the target's model?"""
+    function = _function(tree, symbol)
+    if function is None:
+        return None
+    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)
+             and _named(node.func) in (("create_model", "timm"), ("create_model", ""))]
+    return calls[0] if len(calls) == 1 else None
+
+
+def _has_fused_timm_attention(model: object) -> bool:
+    """Whether ``model`` holds one of timm's attention modules set to compute with
+    ``F.scaled_dot_product_attention`` (``fused_attn``, off when built ``exportable``)."""
+    modules = getattr(model, "modules", None)
+    if not callable(modules):
+        return False
+    return any(type(module).__module__.startswith("timm.")
+               and getattr(module, "fused_attn", False) is True for module in modules())
+
+
+def _function(tree: ast.Module, symbol: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    return next((node for node in tree.body
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and node.name == symbol), None)
+
+
 def config_call(tree: ast.Module, symbol: str) -> ast.Call | None:
     """The call in the target's function that builds the model's config (``LlamaConfig(...)``,
     ``AutoConfig.for_model(...)``), else one that builds the model from a checkpoint or a
     config (``from_pretrained``, ``from_config``): both take transformers' settings as
     keywords."""
-    function = next((node for node in tree.body
-                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and node.name == symbol), None)
+    function = _function(tree, symbol)
     if function is None:
         return None
     calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]

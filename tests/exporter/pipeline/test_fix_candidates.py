@@ -1,5 +1,6 @@
 """Which call of the target's function a transformers setting is added to: the one that
-builds the config, else the one that builds the model; none when it is not certain."""
+builds the config, else the one that builds the model; timm's: its `create_model(...)`; none
+when it is not certain."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import ast
 
 import pytest
 
-from exporter.pipeline.fix_candidates import config_call
+from exporter.pipeline.fix_candidates import config_call, timm_call
 
 
 def _called(source: str) -> str | None:
@@ -33,3 +34,15 @@ def test_the_call_that_takes_the_setting(body, expected):
 def test_only_the_targets_function_is_read():
     source = "config = LlamaConfig()\n\ndef build():\n    return model\n"
     assert _called(source) is None
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("model = timm.create_model('vit_tiny_patch16_224').eval()", "timm.create_model"),
+    ("model = create_model('resnet18', pretrained=False)", "create_model"),
+    ("model = open_clip.create_model('ViT-B-32')", None),  # not timm's
+    ("a = timm.create_model('vit_tiny_patch16_224')\n    b = timm.create_model('resnet18')",
+     None),  # two models: which one is the target's?
+])
+def test_the_timm_call_that_takes_exportable(body, expected):
+    call = timm_call(ast.parse(f"def build():\n    {body}\n"), "build")
+    assert (ast.unparse(call.func) if call is not None else None) == expected
