@@ -103,24 +103,13 @@ async def test_an_export_call_in_an_edited_notebook_is_named_by_its_cell_and_che
     (``export_branching@cell3:4``), never by a line of the module the cells make, also while
     the open cells differ from the saved file (the worker finds the target by that name)."""
     notebook = tmp_path / "exports.ipynb"
-    notebook.write_text(json.dumps({"cells": [
-        {"cell_type": "code", "metadata": {}, "source": text.splitlines(True), "outputs": [],
-         "execution_count": None} for text in EXPORTING_CELLS.values()],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    _write_notebook(notebook, list(EXPORTING_CELLS.values()))
     (tmp_path / "pyproject.toml").write_text("")
     # unsaved: two lines more in cell 1, so the module's lines are not the saved file's
     texts = {**EXPORTING_CELLS, 1: "import torch\n\nprint('edited')\n"}
     notebook_uri = uri_of(notebook)
     async with served(tmp_path) as client:
-        client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
-            notebook_document=types.NotebookDocument(
-                uri=notebook_uri, notebook_type="jupyter-notebook", version=1,
-                cells=[types.NotebookCell(kind=types.NotebookCellKind.Code,
-                                          document=_cell_uri(notebook, number))
-                       for number in texts]),
-            cell_text_documents=[types.TextDocumentItem(
-                uri=_cell_uri(notebook, number), language_id="python", version=1, text=text)
-                for number, text in texts.items()]))
+        _open(client, notebook, texts)
         found = await diagnostics_for(client, _cell_uri(notebook, 2), lambda d: bool(d))
         assert [(d.code, d.range.start.line, d.range.start.character) for d in found] == [
             ("ONNX101", 2, 11)]  # cell 2, line 3: `x.sum() > 0`
