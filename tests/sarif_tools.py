@@ -65,19 +65,30 @@ def _message_text(result: dict[str, Any], rules: list[dict[str, Any]]) -> str:
         return f"{template} {args}"
 
 
-def validate_with_multitool(sarif_path: pathlib.Path, timeout: float = 120.0) -> list[str]:
+#: what a SARIF viewer needs (issue 41): no Multitool warning either, e.g. SARIF2005 (no
+#: informationUri); its notes (SARIF2006: a URI unreachable offline, ...) are not counted
+ERRORS_AND_WARNINGS = ("error", "warning")
+
+
+def validate_with_multitool(sarif_path: pathlib.Path, timeout: float = 120.0,
+                            levels: tuple[str, ...] = ("error",),
+                            rule_kind: str | None = None) -> list[str]:
     """Run ``Sarif.Multitool validate`` on a SARIF file; return its error-level findings."""
-    return validate_many_with_multitool([sarif_path], timeout)[pathlib.Path(sarif_path).resolve()]
+    found = validate_many_with_multitool([sarif_path], timeout, levels, rule_kind)
+    return found[pathlib.Path(sarif_path).resolve()]
 
 
 def validate_many_with_multitool(
-    sarif_paths: list[pathlib.Path], timeout: float = 300.0
+    sarif_paths: list[pathlib.Path], timeout: float = 300.0,
+    levels: tuple[str, ...] = ("error",), rule_kind: str | None = None,
 ) -> dict[pathlib.Path, list[str]]:
     """Validate several SARIF files in one Multitool run (it starts slowly); errors by file.
 
     The tool exits 0 even when it finds errors, so its own SARIF output is parsed: each
-    result whose level (or its rule's default level) is "error", and each error-level tool
-    notification, becomes one ``"<ruleId>: <message>"`` string.
+    result whose level (or its rule's default level) is in ``levels`` ("error" by default;
+    ``ERRORS_AND_WARNINGS``), and each error-level tool notification, becomes one
+    ``"<ruleId>: <message>"`` string. ``rule_kind="Ghas"``: GitHub code scanning's rules
+    (``--rule-kind Ghas``) instead of the SARIF specification's.
     """
     paths = [pathlib.Path(p).resolve() for p in sarif_paths]
     for sarif_path in paths:
@@ -92,6 +103,10 @@ def validate_many_with_multitool(
     with tempfile.TemporaryDirectory(prefix="sarif-validate-") as tmp:
         out = pathlib.Path(tmp) / "validation.sarif"
         cmd = [str(tool), "validate", *map(str, paths), "--output", str(out)]
+        if "note" in levels:
+            cmd += ["--level", "Error;Warning;Note"]
+        if rule_kind:
+            cmd += ["--rule-kind", rule_kind]
         proc = subprocess.run(
             cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout, check=False
         )
@@ -104,10 +119,10 @@ def validate_many_with_multitool(
     errors: dict[pathlib.Path, list[str]] = {path: [] for path in paths}
     for run in report.get("runs", []):
         rules = run.get("tool", {}).get("driver", {}).get("rules", [])
-        levels = {r.get("id"): r.get("defaultConfiguration", {}).get("level") for r in rules}
+        defaults = {r.get("id"): r.get("defaultConfiguration", {}).get("level") for r in rules}
         for res in run.get("results", []):
-            level = res.get("level") or levels.get(res.get("ruleId")) or "warning"
-            if level == "error":
+            level = res.get("level") or defaults.get(res.get("ruleId")) or "warning"
+            if level in levels:
                 where = _result_file(res, paths)
                 errors[where].append(f"{res.get('ruleId')}: {_message_text(res, rules)}")
         for inv in run.get("invocations", []):

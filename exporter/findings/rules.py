@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from exporter import HOMEPAGE
 from exporter.versions import install_hint
 
 
@@ -52,9 +53,20 @@ RULE_DOCS = Path(__file__).resolve().parent / "rule_docs"
 DOCS_URL_VARIABLE = "ONNXLENS_RULE_DOCS_URL"
 
 
+#: where a released onnxlens's rule pages are on the web: docs/rules/ on the repository's
+#: default branch (an id keeps its meaning forever, so its page there stays true). Only a log
+#: that travels to other machines (SARIF's helpUri) links there when no base URL is configured.
+PUBLISHED_RULE_DOCS = f"{HOMEPAGE}/blob/main/docs/rules"
+
+
 def rule_doc_url(rule_id: str) -> str | None:
     base = os.environ.get(DOCS_URL_VARIABLE, "").strip()
     return f"{base.rstrip('/')}/{rule_id}.md" if base else None
+
+
+def published_doc_url(rule_id: str) -> str:
+    """The rule's page on the web: the configured base URL's, else the project's own."""
+    return rule_doc_url(rule_id) or f"{PUBLISHED_RULE_DOCS}/{rule_id}.md"
 
 
 def rule_page(rule_id: str) -> str:

@@ -39,10 +39,20 @@ def report_at_node(
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : (\w+) : ")
 
 
+# where a sentence ends: its stop, then a space (not `Erf(13).`'s dot inside a name)
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
+
+
 def _short(message: str, limit: int = 300) -> str:
+    """The toolchain's message on one line; a long one keeps its whole sentences that fit
+    (at least its first, however long): never cut mid-sentence, what was left out marked."""
     text = " ".join(line.strip() for line in message.splitlines() if line.strip())
     text = _ORT_PREFIX.sub(lambda m: f"{m[1]}: ", text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    ends = [match.end() for match in _SENTENCE_END.finditer(text)]
+    cut = max((end for end in ends if end <= limit), default=ends[0] if ends else len(text))
+    return text if cut >= len(text) else f"{text[:cut]} (…)"
 
 
 def stack_frames(stack: list[dict[str, Any]], files: dict[int, str]) -> list[Frame]:

@@ -1,7 +1,6 @@
-"""SARIF 2.1.0 from the same diagnostics every other output uses, built with ``sarif-om``.
-
-URIs are relative to ``%SRCROOT%`` (the check's root) so that no absolute path of the
-user's machine lands in the log unless ``absolute_root=True`` is asked for.
+"""SARIF 2.1.0 from the same diagnostics every other output uses, built with ``sarif-om``:
+a log a SARIF viewer shows in full (docs/cli.md, "SARIF"). Where results point is
+``sarif_locations``; the rules and their pages, ``sarif_rules``.
 """
 
 from __future__ import annotations
@@ -13,18 +12,24 @@ from typing import Any
 import attr
 import sarif_om as sarif
 
-from exporter import __version__
-from exporter.findings.diagnostics import Diagnostic, Location, Range
+from exporter import HOMEPAGE, __version__
+from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.fixes import FixEdit
 from exporter.findings.result import CheckResult
 from exporter.findings.rules import RULES, Severity
 from exporter.reports.render import in_cell
-from exporter.source.notebooks import CodeCell, is_notebook, raw_range
+from exporter.reports.sarif_locations import (
+    SRCROOT,
+    Artifacts,
+    physical_location,
+    region,
+    target_location,
+)
+from exporter.reports.sarif_rules import LEVELS, descriptor
+from exporter.source.notebooks import is_notebook
 from exporter.source.text import line_text
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-SRCROOT = "%SRCROOT%"
-_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 #: runs[].automationDetails.id: GitHub code scanning keeps uploads of different categories
 #: (the part before the last "/") apart, e.g. one per CI shard or per model directory
 DEFAULT_CATEGORY = "onnxlens"
@@ -35,23 +40,32 @@ def automation_id(category: str) -> str:
     return category if category.endswith("/") else f"{category}/"
 
 
+def is_tool_failure(diagnostic: Diagnostic) -> bool:
+    """ONNX9xx (a timeout, a crashed worker, no memory, a missing package, an internal
+    error): onnxlens could not check, which says nothing of the model."""
+    return RULES[diagnostic.rule].stage == "tool"
+
+
 def build_log(result: CheckResult, root: Path, *, absolute_root: bool = False,
               category: str = DEFAULT_CATEGORY) -> sarif.SarifLog:
     rule_ids = sorted(RULES)
     rule_index = {rule_id: index for index, rule_id in enumerate(rule_ids)}
-    results = [_result(d, root, rule_index) for d in result.diagnostics]
-    tool_failures = [d for d in result.diagnostics if d.rule.startswith("ONNX9")]
+    artifacts = Artifacts(root, result.files)
+    results = [_result(d, artifacts, rule_index) for d in result.diagnostics]
+    tool_failures = [d for d in result.diagnostics if is_tool_failure(d)]
     run = sarif.Run(
         tool=sarif.Tool(driver=sarif.ToolComponent(
             name="onnxlens", version=__version__, semantic_version=__version__,
-            rules=[_descriptor(rule_id) for rule_id in rule_ids],
+            information_uri=HOMEPAGE, rules=[descriptor(rule_id) for rule_id in rule_ids],
         )),
         results=results,
         automation_details=sarif.RunAutomationDetails(id=automation_id(category)),
         invocations=[sarif.Invocation(
             execution_successful=not tool_failures,
-            tool_execution_notifications=[_notification(d, root) for d in tool_failures] or None,
+            tool_execution_notifications=[_notification(d, artifacts, rule_index)
+                                          for d in tool_failures] or None,
         )],
+        artifacts=artifacts.artifacts or None,
         column_kind="unicodeCodePoints",
         original_uri_base_ids=(
             {SRCROOT: sarif.ArtifactLocation(uri=root.resolve().as_uri() + "/")}
@@ -83,73 +97,51 @@ def sarif_dict(result: CheckResult, root: Path, *, absolute_root: bool = False,
     return to_dict(build_log(result, root, absolute_root=absolute_root, category=category))
 
 
-def _descriptor(rule_id: str) -> sarif.ReportingDescriptor:
-    rule = RULES[rule_id]
-    return sarif.ReportingDescriptor(
-        id=rule.id, name=rule.name,
-        short_description=sarif.MultiformatMessageString(text=rule.summary),
-        full_description=sarif.MultiformatMessageString(text=rule.description),
-        help=sarif.MultiformatMessageString(
-            text=rule.fix, markdown=f"{rule.fix}\n\n[Rule documentation]({rule.doc_url})"
-            if rule.doc_url else f"{rule.fix}\n\nRun `onnxlens rule {rule.id}` for the "
-            "rule's page."),
-        help_uri=rule.doc_url,  # only a published page: a log travels to other machines
-        default_configuration=sarif.ReportingConfiguration(level=_LEVELS[rule.severity]),
-        properties={"stage": rule.stage},
-    )
-
-
-def _artifact(path: Path, root: Path) -> sarif.ArtifactLocation:
-    try:
-        relative = path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return sarif.ArtifactLocation(uri=path.resolve().as_uri())
-    return sarif.ArtifactLocation(uri=relative.as_posix(), uri_base_id=SRCROOT)
-
-
-def _region(range_: Range) -> sarif.Region:
-    return sarif.Region(start_line=range_.start.line, start_column=range_.start.column,
-                        end_line=range_.end.line, end_column=range_.end.column)
-
-
-def _location(location: Location, root: Path, message: str | None = None,
-              identifier: int | None = None) -> sarif.Location:
-    region, properties = _region(location.range), None
-    cell = in_cell(location)
-    if cell is not None:
-        region, properties = _notebook_region(*cell)
-    return sarif.Location(
-        id=identifier if identifier is not None else -1,
-        physical_location=sarif.PhysicalLocation(
-            artifact_location=_artifact(location.path, root), region=region),
-        message=sarif.Message(text=message) if message else None,
-        properties=properties,
-    )
-
-
-def _notebook_region(cell: CodeCell, range_: Range) -> tuple[sarif.Region, dict[str, int]]:
-    """SARIF has no notebook cells: the region is where the cell's text is in the .ipynb
-    file's JSON (what GitHub code scanning and SARIF viewers open), and the location's
-    properties say the cell and the line and column within it (docs/notebooks.md)."""
-    properties = {"cell": cell.number, "cellLine": range_.start.line,
-                  "cellColumn": range_.start.column}
-    raw = raw_range(cell, range_)
-    return (_region(raw) if raw else sarif.Region(start_line=1)), properties
-
-
 def _fingerprint(diagnostic: Diagnostic) -> str:
     text = line_text(diagnostic.location.path, diagnostic.location.range.start.line).strip()
     digest = hashlib.sha256(f"{diagnostic.rule}\0{diagnostic.target}\0{text}".encode())
     return f"{digest.hexdigest()[:16]}:1"
 
 
-def _result(diagnostic: Diagnostic, root: Path, rule_index: dict[str, int]) -> sarif.Result:
-    primary = _location(diagnostic.location, root)
-    related = [_location(r.location, root, r.message, index + 1)
+def _location(location: Location, artifacts: Artifacts, message: str | None = None,
+              identifier: int | None = None,
+              logical: sarif.LogicalLocation | None = None) -> sarif.Location:
+    physical, properties = physical_location(location, artifacts)
+    return sarif.Location(
+        id=identifier if identifier is not None else -1,
+        physical_location=physical,
+        logical_locations=[logical] if logical else None,
+        message=sarif.Message(text=message) if message else None,
+        properties=properties,
+    )
+
+
+def message(diagnostic: Diagnostic) -> sarif.Message:
+    """What the editor shows: the finding (in a notebook, after its cell and line), every
+    fix tried and found working, the hint; as text and as Markdown."""
+    cell = in_cell(diagnostic.location)
+    where = f"cell {cell[0].number}, line {cell[1].start.line}: " if cell else ""
+    count = f" (×{diagnostic.count})" if diagnostic.count > 1 else ""
+    head = f"{where}{diagnostic.message}{count}"
+    titles = [trial.candidate.title for trial in diagnostic.fixes]  # docs/fixes.md
+    hint = [diagnostic.hint] if diagnostic.hint else []
+    return sarif.Message(
+        text="\n".join([head, *(f"Tried and works: {title}" for title in titles), *hint]),
+        markdown="\n\n".join([head, *(f"**Tried and works:** {title}" for title in titles),
+                               *hint]))
+
+
+def _result(diagnostic: Diagnostic, artifacts: Artifacts,
+            rule_index: dict[str, int]) -> sarif.Result:
+    primary = _location(diagnostic.location, artifacts,
+                        logical=target_location(diagnostic, artifacts))
+    related = [_location(r.location, artifacts, r.message, index + 1)
                for index, r in enumerate(diagnostic.related)]
     chain = [r for r in diagnostic.related if r.message.startswith("called from")]
-    frames = [sarif.StackFrame(location=_location(diagnostic.location, root, diagnostic.message))]
-    frames += [sarif.StackFrame(location=_location(r.location, root, r.message)) for r in chain]
+    frames = [sarif.StackFrame(location=_location(diagnostic.location, artifacts,
+                                                  diagnostic.message))]
+    frames += [sarif.StackFrame(location=_location(r.location, artifacts, r.message))
+               for r in chain]
     flow_steps = list(reversed(frames))
     properties: dict[str, Any] = {"target": diagnostic.target, "stage": diagnostic.stage}
     if diagnostic.data.get("draft_capture"):
@@ -161,8 +153,8 @@ def _result(diagnostic: Diagnostic, root: Path, rule_index: dict[str, int]) -> s
     return sarif.Result(
         rule_id=diagnostic.rule,
         rule_index=rule_index[diagnostic.rule],
-        level=_LEVELS[Severity(diagnostic.severity)],
-        message=sarif.Message(text=diagnostic.message),
+        level=LEVELS[Severity(diagnostic.severity)],
+        message=message(diagnostic),
         locations=[primary],
         related_locations=related or None,
         stacks=[sarif.Stack(message=sarif.Message(text="Call chain from the export target"),
@@ -170,13 +162,13 @@ def _result(diagnostic: Diagnostic, root: Path, rule_index: dict[str, int]) -> s
         code_flows=[sarif.CodeFlow(thread_flows=[sarif.ThreadFlow(locations=[
             sarif.ThreadFlowLocation(location=step.location) for step in flow_steps])])]
         if len(flow_steps) > 1 else None,
-        fixes=_fixes(diagnostic, root),
+        fixes=_fixes(diagnostic, artifacts),
         partial_fingerprints={"primaryLocationLineHash": _fingerprint(diagnostic)},
         properties=properties,
     )
 
 
-def _fixes(diagnostic: Diagnostic, root: Path) -> list[sarif.Fix] | None:
+def _fixes(diagnostic: Diagnostic, artifacts: Artifacts) -> list[sarif.Fix] | None:
     """A quick fix's edit (``data["fix"]``: ONNX60x's rewrites) and every fix onnxlens tried
     and found working (docs/fixes.md), as SARIF ``fixes``; none in a notebook, whose cell
     text is a JSON string: no faithful text replacement."""
@@ -189,8 +181,8 @@ def _fixes(diagnostic: Diagnostic, root: Path) -> list[sarif.Fix] | None:
                "matches ONNX Runtime)", list(trial.candidate.edits))
               for trial in diagnostic.fixes]
     fixes = [sarif.Fix(description=sarif.Message(text=title), artifact_changes=[
-        sarif.ArtifactChange(artifact_location=_artifact(path, root), replacements=[
-            sarif.Replacement(deleted_region=_region(edit.range),
+        sarif.ArtifactChange(artifact_location=artifacts.location(path), replacements=[
+            sarif.Replacement(deleted_region=region(edit.range),
                               inserted_content=sarif.ArtifactContent(text=edit.text))
             for edit in group])
         for path, group in _by_path(changes).items()])
@@ -205,10 +197,14 @@ def _by_path(edits: list[FixEdit]) -> dict[Path, list[FixEdit]]:
     return grouped
 
 
-def _notification(diagnostic: Diagnostic, root: Path) -> sarif.Notification:
+def _notification(diagnostic: Diagnostic, artifacts: Artifacts,
+                  rule_index: dict[str, int]) -> sarif.Notification:
+    """A tool failure in ``invocations[0]``: it is also a result, for GitHub code scanning
+    and the viewers that show results only."""
     return sarif.Notification(
-        message=sarif.Message(text=diagnostic.message),
+        message=message(diagnostic),
         level="error",
-        locations=[_location(diagnostic.location, root)],
-        descriptor=sarif.ReportingDescriptorReference(id=diagnostic.rule),
+        locations=[_location(diagnostic.location, artifacts)],
+        associated_rule=sarif.ReportingDescriptorReference(
+            id=diagnostic.rule, index=rule_index[diagnostic.rule]),
     )

@@ -9,7 +9,12 @@ import pytest
 
 from onnxlens.cli import main
 from tests.conftest import FIXTURES
-from tests.sarif_tools import validate_with_multitool, validate_with_schema
+from tests.sarif_tools import (
+    ERRORS_AND_WARNINGS,
+    REPO_ROOT,
+    validate_with_multitool,
+    validate_with_schema,
+)
 
 NO_TRANSLATION = "no_translation/model.py"
 
@@ -144,3 +149,29 @@ def test_shards_split_the_targets_and_findings_of_a_whole_run(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["check", paths[0], "--shard", "3/2"])
     assert "I must be between 1 and N" in capsys.readouterr().err
+
+
+def test_the_sarif_of_the_examples_is_what_a_viewer_needs(monkeypatch, tmp_path, capsys):
+    """issue 41: the log of ``examples/`` passes the Multitool with no error and no warning,
+    by the SARIF specification's rules and by GitHub code scanning's; each finding carries its
+    line, the lines around it, the target and (ONNX102 here) the fixes tried and working."""
+    monkeypatch.chdir(REPO_ROOT)
+    report = tmp_path / "examples.sarif"
+    assert main(["check", "examples", "--format", "sarif", "-o", str(report)]) == 1
+    run = json.loads(report.read_text())["runs"][0]
+    assert validate_with_multitool(report, levels=ERRORS_AND_WARNINGS) == []
+    assert validate_with_multitool(report, levels=ERRORS_AND_WARNINGS, rule_kind="Ghas") == []
+    checked = sorted(p.relative_to(REPO_ROOT).as_posix()
+                     for p in (REPO_ROOT / "examples").rglob("*.py"))
+    assert sorted(a["location"]["uri"] for a in run["artifacts"]) == checked
+    assert run["invocations"] == [{"executionSuccessful": True}]
+    by_line = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]): r
+               for r in run["results"]}
+    i0 = by_line[("ONNX201", 14)]["locations"][0]
+    assert i0["physicalLocation"]["region"]["snippet"]["text"] == (
+        "        features = torch.special.i0(self.proj(x))")
+    assert i0["physicalLocation"]["contextRegion"]["startLine"] == 12
+    assert i0["logicalLocations"][0]["fullyQualifiedName"] == (
+        "examples/failing/special_functions.py::BesselFeatures")
+    specialized = by_line[("ONNX102", 9)]["message"]["markdown"]
+    assert "**Tried and works:** Make `x.shape[0]` static" in specialized

@@ -16,7 +16,11 @@ from pathlib import Path
 import pytest
 
 from onnxlens.cli import main
-from tests.sarif_tools import validate_with_multitool, validate_with_schema
+from tests.sarif_tools import (
+    ERRORS_AND_WARNINGS,
+    validate_with_multitool,
+    validate_with_schema,
+)
 
 NOTEBOOKS = Path(__file__).parent / "notebooks"
 
@@ -96,6 +100,23 @@ def test_sarif_points_into_the_notebook_file_and_names_the_cell(json_and_sarif, 
     raw_line = (workspace / "export.ipynb").read_text().splitlines()[region["startLine"] - 1]
     # the region is the finding's text inside the cell's JSON string
     assert raw_line[region["startColumn"] - 1:region["endColumn"] - 1] == "x.sum() > 0"
+    # what a viewer shows: the cell's lines as the user wrote them, and the cell by name
+    assert region["snippet"] == {"text": "        if x.sum() > 0:"}
+    context = physical["contextRegion"]
+    assert context["snippet"]["text"] == ("class Branching(nn.Module):\n"
+                                          "    def forward(self, x):\n"
+                                          "        if x.sum() > 0:\n"
+                                          "            return x + 1\n"
+                                          "        return x - 1")  # cell lines 2-6
+    assert context["startLine"] < region["startLine"] < context["endLine"]
+    message = results["ONNX101"]["message"]
+    assert message["text"].startswith("cell 6, line 4: `if x.sum() > 0:` depends on")
+    assert message["markdown"].startswith("cell 6, line 4: `if x.sum() > 0:` depends on")
+    assert location["logicalLocations"] == [{"name": "Branching", "kind": "object",
+                                             "fullyQualifiedName": "export.ipynb::Branching"}]
+    assert validate_with_multitool(workspace / "out.sarif", levels=ERRORS_AND_WARNINGS) == []
+    assert validate_with_multitool(workspace / "out.sarif", levels=ERRORS_AND_WARNINGS,
+                                   rule_kind="Ghas") == []
 
 
 def test_github_annotation_marks_the_line_in_the_notebook_file(workspace, monkeypatch, capsys):

@@ -35,3 +35,18 @@ def test_a_guard_false_at_some_size_is_reported(expression):
 
 def test_a_guard_on_unbacked_values_only_is_no_dimension():
     assert not guards_a_dimension({"expr": "Eq(u0, 1)", "symbol_to_sources": {}})
+
+
+def test_a_long_toolchain_error_is_never_cut_mid_sentence():
+    """ONNX Runtime's and the ONNX checker's errors in a finding's message (ONNX3xx, ONNX4xx):
+    whole sentences that fit, at least the first, never a sentence's start alone."""
+    from exporter.pipeline.locating import _short
+
+    first = "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find Erf(13) for a double."
+    long_error = f"{first}\n  {'Tried every provider. ' * 20}Last sentence."
+    shortened = _short(long_error)
+    assert shortened.startswith("NOT_IMPLEMENTED: Could not find Erf(13) for a double. Tried")
+    assert shortened.endswith("Tried every provider. (…)") and len(shortened) <= 310
+    one_sentence = "x" * 400 + " ends here."
+    assert _short(one_sentence) == one_sentence
+    assert _short("short, no stop") == "short, no stop"
