@@ -90,8 +90,8 @@ async def test_a_relative_save_path_leading_out_of_the_workspace_is_refused(
     saved = await command(workspace_client, "onnxlens.saveModel", uri, "Doubler",
                           "../outside.onnx")
     assert saved == {"error": f"../outside.onnx is outside the workspace ({root.resolve()}): "
-                              "a relative path is saved inside it; give an absolute path to "
-                              "save elsewhere"}
+                              "a relative path is written inside it; give an absolute path to "
+                              "write elsewhere"}
     assert not (root.parent / "outside.onnx").exists()
     assert sorted(p.name for p in root.parent.iterdir()) == ["ws"]
 
