@@ -65,6 +65,8 @@ const USER_SETTINGS = {
   "files.autoSave": "off",
   "window.commandCenter": false,
   "workbench.layoutControl.enabled": false,
+  // no fade-ins: a screenshot shows a toast or a widget as the user reads it
+  "workbench.reduceMotion": "on",
 };
 
 /**

@@ -8,7 +8,7 @@ import { expect, test } from "@playwright/test";
 import * as path from "path";
 import { REPO } from "./codeServer";
 import { vscodeSession } from "./session";
-import { chooseAction, expectProblems, goToLine, openFile, problems, screenshot } from "./workbench";
+import { chooseAction, codeLens, expectProblems, goToLine, openFile, problems, screenshot } from "./workbench";
 
 test.describe.configure({ mode: "serial" });
 
@@ -33,5 +33,6 @@ test("a fix onnxlens tried for a library failure is a quick fix that makes the f
   await expect(page.locator(".monaco-editor .view-lines").first()).toContainText('attn_implementation="eager",');
   await page.keyboard.press("Control+S");
   await expect.poll(async () => (await problems(page)).length, { timeout: 240_000, intervals: [1000] }).toBe(0);
+  await expect(codeLens(page, /^✓ ONNX/)).toBeVisible({ timeout: 240_000 }); // the re-check has ended
   await screenshot(page, "library-fix-applied");
 });

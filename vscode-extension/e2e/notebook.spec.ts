@@ -27,6 +27,9 @@ test("a notebook's finding is squiggled in its cell and goes after the fix", asy
   await expect(cell.locator(".codelens-decoration", { hasText: "✗ ONNX · 1 problem" })).toBeVisible({
     timeout: 30_000,
   });
+  // the pointer off the problem it double-clicked, whose tooltip would cover the panel
+  await page.locator(".markers-panel").hover({ position: { x: 20, y: 200 } });
+  await expect(page.locator(".workbench-hover:visible")).toHaveCount(0);
   await screenshot(page, "notebook");
 
   // the fix: from the branch's line to the end of the cell, one `torch.where`
@@ -39,5 +42,6 @@ test("a notebook's finding is squiggled in its cell and goes after the fix", asy
   await page.keyboard.press("Control+S");
   await expect.poll(async () => (await problems(page)).length, { timeout: 150_000 }).toBe(0);
   await expect(page.locator(".notebookOverlay .squiggly-error")).toHaveCount(0);
+  await expect(cell.locator(".codelens-decoration", { hasText: "✓ ONNX" })).toBeVisible(); // the re-check has ended
   await screenshot(page, "notebook-fixed");
 });

@@ -3,11 +3,12 @@
  * the CodeLens, and a quick fix that makes its diagnostic go.
  */
 import { expect, test } from "@playwright/test";
-import { existsSync, readFileSync } from "fs";
+import { existsSync, readFileSync, rmSync } from "fs";
 import { languageServerPid, recordProcesses, updateWorkspaceSettings } from "./codeServer";
 import { vscodeSession } from "./session";
 import {
   chooseAction,
+  clearNotifications,
   codeLens,
   expectProblems,
   goToLine,
@@ -34,6 +35,8 @@ test("a failing model's problems are listed at their lines", async () => {
   const processes = recordProcesses(server).map((p) => p.command);
   expect(processes.some((c) => c.includes("onnxlens_server.py"))).toBe(true);
   expect(processes.some((c) => c.includes("export_worker.process"))).toBe(true);
+  await expect(codeLens(page, "✗ ONNX · 3 problems")).toBeVisible(); // the check has ended
+  await clearNotifications(page);
   await screenshot(page, "problems");
 });
 
@@ -55,11 +58,13 @@ test("hovering a target shows its summary", async () => {
   const { page } = session;
   await openFile(page, "mlp.py");
   await expect(codeLens(page, /✓ ONNX/)).toBeVisible({ timeout: 120_000 });
+  await clearNotifications(page);
   await token(page, /class\sMLPModel/, "MLPModel").hover();
   const hover = page.locator(".monaco-hover:visible").first();
   await expect(hover).toContainText("ONNX export: MLPModel — ✓ exports");
   await expect(hover).toContainText("tensor_input");
   await expect(hover).toContainText("Stages:");
+  await expect(hover).toHaveCSS("opacity", "1"); // its fade-in has ended
   await screenshot(page, "hover");
   await page.keyboard.press("Escape");
 });
@@ -68,6 +73,7 @@ test("Run from the CodeLens shows the ONNX Runtime result", async () => {
   const { page } = session;
   await openFile(page, "mlp.py");
   await expect(codeLens(page, /✓ ONNX/)).toBeVisible({ timeout: 120_000 });
+  await clearNotifications(page);
   await codeLens(page, /^Run$/).click();
   const view = await webviewFrame(page, "#verdict");
   await expect(view.locator("h1")).toHaveText("MLPModel in ONNX Runtime");
@@ -81,6 +87,7 @@ test("Run from the CodeLens shows the ONNX Runtime result", async () => {
 test("the CodeLens title opens the export report", async () => {
   const { page } = session;
   await openFile(page, "mlp.py");
+  await clearNotifications(page);
   await codeLens(page, /✓ ONNX/).click();
   const preview = await webviewFrame(page, "text=ONNX export: MLPModel");
   await expect(preview.locator("body")).toContainText("Operators: Gemm ×5");
@@ -93,6 +100,7 @@ test("Save from the CodeLens asks for a path, defaulting beside the source", asy
   const { page, server } = session;
   await openFile(page, "mlp.py");
   await expect(codeLens(page, /✓ ONNX/)).toBeVisible({ timeout: 120_000 });
+  await clearNotifications(page);
   await codeLens(page, /^Save$/).click();
   const input = page.locator(".quick-input-widget input");
   await expect(input).toHaveValue(/\/MLPModel\.onnx$/);
@@ -101,6 +109,9 @@ test("Save from the CodeLens asks for a path, defaulting beside the source", asy
   await expect(page.locator(".notification-toast", { hasText: "onnxlens: saved MLPModel to MLPModel.onnx." }))
     .toBeVisible({ timeout: 120_000 });
   expect(existsSync(`${server.workspace}/MLPModel.onnx`)).toBe(true);
+  // the later tests' screenshots show the workspace as the examples are
+  rmSync(`${server.workspace}/MLPModel.onnx`);
+  await expect(page.locator(".explorer-folders-view .monaco-list-row", { hasText: "MLPModel.onnx" })).toHaveCount(0);
 });
 
 test("a quick fix makes its diagnostic go", async () => {
@@ -113,6 +124,7 @@ test("a quick fix makes its diagnostic go", async () => {
   await expect
     .poll(async () => (await problems(page)).map((p) => p.text).join(" "), { timeout: 150_000, intervals: [1000] })
     .toContain("Tried and works: Make");
+  await clearNotifications(page);
   await goToLine(page, 9, 20);
   await page.keyboard.press("Control+.");
   const fix = page.locator(".action-widget .monaco-list-row", { hasText: /Make .* static/ }).first();
@@ -124,6 +136,7 @@ test("a quick fix makes its diagnostic go", async () => {
     .poll(async () => (await problems(page)).map((p) => p.rule), { timeout: 150_000, intervals: [1000] })
     .not.toContain("ONNX102");
   await expect(page.locator(".monaco-editor .view-lines").first()).toContainText("dynamic_shapes");
+  await expect(codeLens(page, /^✓ ONNX/)).toBeVisible({ timeout: 150_000 }); // the re-check has ended
   await screenshot(page, "quick-fix-applied");
 });
 
@@ -165,6 +178,8 @@ test("Write SARIF log writes the workspace's problems as SARIF", async () => {
   const log = JSON.parse(readFileSync(sarif, "utf8")) as { version: string; runs: Array<{ results: Array<{ ruleId: string }> }> };
   expect(log.version).toBe("2.1.0");
   expect(log.runs[0].results.map((r) => r.ruleId).sort()).toEqual(["ONNX201", "ONNX201"]);
+  rmSync(sarif);
+  await clearNotifications(page);
 });
 
 test("the quick fix 'Ignore ONNX401 on this line' silences the finding there", async () => {

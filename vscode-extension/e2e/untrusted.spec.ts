@@ -2,7 +2,16 @@
 import { expect, test } from "@playwright/test";
 import { recordProcesses } from "./codeServer";
 import { vscodeSession } from "./session";
-import { expectProblems, openFile, problems, runCommand, screenshot, statusItem } from "./workbench";
+import {
+  clearNotifications,
+  codeLens,
+  expectProblems,
+  openFile,
+  problems,
+  runCommand,
+  screenshot,
+  statusItem,
+} from "./workbench";
 
 const session = vscodeSession(false);
 
@@ -25,5 +34,9 @@ test("an untrusted workspace runs no model code until it is trusted", async () =
   await page.getByRole("button", { name: /^Trust( Folder)?$/ }).first().click();
   await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
   expect(recordProcesses(server).some((p) => p.command.includes("export_worker.process"))).toBe(true);
+  // the file in front of the Workspace Trust editor, its check ended
+  await openFile(page, "failing/special_functions.py");
+  await expect(codeLens(page, "✗ ONNX · 3 problems")).toBeVisible();
+  await clearNotifications(page);
   await screenshot(page, "trusted-after-grant");
 });

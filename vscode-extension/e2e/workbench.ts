@@ -10,6 +10,12 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`) });
 }
 
+/** Dismiss every notification, so that none left by an earlier step shows in a screenshot. */
+export async function clearNotifications(page: Page): Promise<void> {
+  await runCommand(page, "Notifications: Clear All Notifications");
+  await expect(page.locator(".notification-toast:visible")).toHaveCount(0);
+}
+
 /** Load the workbench and answer the Workspace Trust dialog. */
 export async function openWorkbench(page: Page, url: string, trust: boolean): Promise<void> {
   await page.goto(url);
