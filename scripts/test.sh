@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Run every test: installs what the tests need (Python packages, the SARIF tools, npm
-# packages, code-server, Chromium), checks ruff, mypy and the import contracts (settings in
+# Run every test: installs what the tests need (Python packages, the SARIF tools and viewer,
+# npm packages, code-server, Chromium), checks ruff, mypy and the import contracts (settings in
 # pyproject.toml), runs pytest on the primary torch, then the tests that depend on torch
 # (marked `every_torch` in tests/conftest.py) again on every other tested torch
 # (exporter/versions.py; each in a venv of its own that scripts/setup.sh installs) with the
@@ -39,6 +39,10 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 
 bash "$repo/scripts/setup.sh"
 cd "$repo"
+# The SARIF viewer that tests/onnxlens/test_sarif_viewer.py renders onnxlens's SARIF in (npm
+# packages, and Debian's Chromium when missing): before the background steps below, so that
+# its apt-get never runs beside code-server's (apt takes a lock and fails the second).
+bash "$repo/tools/sarif-viewer/install.sh" >/dev/null
 phase_done "setup"
 
 # What the later legs install (the other torches' venvs, the extension's npm packages, its

@@ -99,8 +99,21 @@ def _in_notebook(where: sarif.ArtifactLocation, cell: CodeCell, range_: Range,
                                       region=region(Range.of(1, 1, 1, 2))), properties
     return sarif.PhysicalLocation(
         artifact_location=where, region=region(raw, _snippet(cell.lines, range_)),
-        context_region=_context(cell.lines, range_, lambda line: cell.raw_starts[line - 1][0]),
+        context_region=_context(cell.lines, range_, lambda line: cell.raw_starts[line - 1][0],
+                                lambda first, last: _text_column(cell, first, last)),
     ), properties
+
+
+def _text_column(cell: CodeCell, first: int, last: int) -> int | None:
+    """The column of the .ipynb file where the text of the cell's lines ``first..last``
+    starts, when each is a JSON string of its own starting there (as Jupyter writes them);
+    else None. The context region starts at that column: a viewer that places the region's
+    columns in the context's snippet (Microsoft's SARIF viewer) then marks the finding's own
+    text, not the characters as many places to its right as the string's indentation."""
+    starts = cell.raw_starts[first - 1:last]
+    columns = {column for _, column in starts}
+    distinct_lines = len({line for line, _ in starts}) == len(starts) == last - first + 1
+    return columns.pop() if distinct_lines and len(columns) == 1 else None
 
 
 def _snippet(lines: Sequence[str], range_: Range) -> str | None:
@@ -111,9 +124,12 @@ def _snippet(lines: Sequence[str], range_: Range) -> str | None:
     return "\n".join(lines[first - 1:last])
 
 
-def _context(lines: Sequence[str], range_: Range, file_line: _LineMap) -> sarif.Region | None:
+def _context(lines: Sequence[str], range_: Range, file_line: _LineMap,
+             file_column: Callable[[int, int], int | None] = lambda first, last: None,
+             ) -> sarif.Region | None:
     """The range's lines and ``CONTEXT_LINES`` around them, clipped; None when there is
-    nothing around the range (a context region must be more than its region)."""
+    nothing around the range (a context region must be more than its region). ``file_column``:
+    the column of the file where the text of the shown lines starts (None: the first)."""
     first, last = range_.start.line, max(range_.end.line, range_.start.line)
     if not 0 < first <= last <= len(lines):
         return None
@@ -121,7 +137,9 @@ def _context(lines: Sequence[str], range_: Range, file_line: _LineMap) -> sarif.
     if (start, end) == (first, last):
         return None
     text = "\n".join(lines[start - 1:end])
+    column = file_column(start, end)
     return sarif.Region(start_line=file_line(start), end_line=file_line(end),
+                        start_column=column if column not in (None, 1) else None,
                         snippet=sarif.ArtifactContent(text=text))
 
 

@@ -109,6 +109,11 @@ def test_sarif_points_into_the_notebook_file_and_names_the_cell(json_and_sarif, 
                                           "            return x + 1\n"
                                           "        return x - 1")  # cell lines 2-6
     assert context["startLine"] < region["startLine"] < context["endLine"]
+    # the context starts where the cell's text starts in the file's lines, so that a viewer
+    # that places the region's columns in the context's snippet marks `x.sum() > 0`
+    # (tests/onnxlens/test_sarif_viewer.py)
+    first_raw = (workspace / "export.ipynb").read_text().splitlines()[context["startLine"] - 1]
+    assert first_raw[context["startColumn"] - 1:] == 'class Branching(nn.Module):\\n",'
     message = results["ONNX101"]["message"]
     assert message["text"].startswith("cell 6, line 4: `if x.sum() > 0:` depends on")
     assert message["markdown"].startswith("cell 6, line 4: `if x.sum() > 0:` depends on")

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install what tests/onnxlens/test_sarif_viewer.py renders onnxlens's SARIF with: Microsoft's
+# SARIF viewer component (@microsoft/sarif-web-component, with the React 16 it is built for),
+# esbuild to bundle its page and playwright-core to drive Debian's Chromium, pinned in
+# package.json + package-lock.json, into tools/sarif-viewer/node_modules; and Chromium from
+# apt when it is missing. Idempotent: does nothing when node_modules already matches the
+# package files (a stamp) and Chromium is there. Needs no network once installed. Safe with
+# CI=true, no stdin.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+export DEBIAN_FRONTEND=noninteractive
+
+apt_updated=0
+apt_install() {  # apt_install PKG... : install the Debian packages that are not installed yet
+    local missing=() pkg
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    command -v apt-get >/dev/null || { echo "install.sh: need ${missing[*]} (no apt-get here)" >&2; exit 1; }
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo -n"
+    if [ "$apt_updated" -eq 0 ]; then $sudo apt-get update -qq; apt_updated=1; fi
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+}
+
+command -v npm >/dev/null || apt_install nodejs npm
+# The browser the test drives (never a browser download of Playwright's own).
+if [ -z "${ONNXLENS_CHROMIUM:-}" ] && command -v dpkg-query >/dev/null; then apt_install chromium; fi
+
+stamp="node_modules/.onnxlens-install-stamp"
+want="$({ cat package.json package-lock.json; } | cksum)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "tools/sarif-viewer: node_modules up to date"
+else
+    npm ci --no-audit --no-fund --loglevel=error </dev/null
+    echo "$want" >"$stamp"
+fi
