@@ -14,8 +14,8 @@ import contextlib
 import signal
 import sys
 import zlib
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,8 @@ class BatchOptions:
     jobs: int
     shard: Shard | None = None
     fix_budget: float = 0.0  # seconds per failing target to try fixes (docs/fixes.md)
+    #: files of which only these targets are checked (``onnxlens check FILE::TARGET``)
+    only: Mapping[Path, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -117,7 +119,7 @@ async def _check_files_until(files: list[Path], options: BatchOptions, on_file: 
     await client.start()
     try:
         # while the worker warms up
-        entries = [entry for entry in (_discover(path) for path in files)
+        entries = [entry for entry in (_discover(path, options.only) for path in files)
                    if options.shard is None or _keep_shard(entry, options)]
         ready = await _unless_interrupted(client.wait_ready(), stop)
         if ready is None:
@@ -238,7 +240,7 @@ def _keep_shard(entry: _File, options: BatchOptions) -> bool:
     return bool(entry.targets or entry.result.file_diagnostics)
 
 
-def _discover(path: Path) -> _File:
+def _discover(path: Path, only: Mapping[Path, frozenset[str]]) -> _File:
     path = path.resolve()
     result = CheckResult(files=[path])
     problem = decoding_problem(path)
@@ -247,7 +249,8 @@ def _discover(path: Path) -> _File:
         return _File(path, result, [], [])
     found = discover(path, read_source(path))
     result.file_diagnostics.extend(found.diagnostics)
-    return _File(path, result, list(found.targets), [None] * len(found.targets))
+    targets = [t for t in found.targets if path not in only or t.name in only[path]]
+    return _File(path, result, targets, [None] * len(targets))
 
 
 __all__ = ["BatchOptions", "BatchResult", "Shard", "WorkerUnavailable", "check_files"]

@@ -8,9 +8,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from exporter.config.options import Options
 from exporter.config.pyproject import find_root, load_config
+from exporter.findings.diagnostics import Diagnostic
+from exporter.findings.result import CheckResult
 from exporter.reports.render import (
     apply_severity,
     display_path,
@@ -31,46 +34,76 @@ from onnxlens.messages import (
     warn_config,
     worker_unavailable,
 )
+from onnxlens.nothing_checked import EXIT_NOTHING_CHECKED, nothing_checked
 from onnxlens.options import command_options, limits
 from onnxlens.outputs import check_output_path, write_atomically, write_step_summary
 
+if TYPE_CHECKING:
+    from export_worker.batch import BatchResult
+    from exporter.source.targets import Target
+
 
 def check_command(args: argparse.Namespace) -> int:
-    from export_worker.batch import BatchOptions, Shard, WorkerUnavailable, check_files
-
-    for output in (args.output, args.sarif_file):
-        if output is not None:
-            check_output_path(output, [p for p in args.paths if p.is_file()])
-    if (args.output and args.sarif_file
-            and args.output.resolve() == args.sarif_file.resolve()):
-        raise UsageError(f"--output and --sarif-file both name {args.output}")
-    root = (args.root or find_root(args.paths[0])).resolve()
+    paths, only = named_targets(args.paths)
+    _refuse_bad_outputs(args, [p for p in paths if p.is_file()])
+    root = (args.root or find_root(paths[0])).resolve()
     config = load_config(root)
     warn_config(config)
     options = command_options(args, config)
-    files = [path for path in python_files(args.paths, root, options.excluded,
-                                           args.force_exclude)
-             if might_have_targets(path)]
+    read = python_files(paths, root, options.excluded, args.force_exclude)
+    files = [path for path in read if might_have_targets(path)]
+    _refuse_bad_outputs(args, files)
+    streaming = args.format == "text" and args.output is None
+    # no file that may hold a target: no worker (it imports torch for seconds)
+    batch = _check_files(args, files, root, options, only, streaming) if files else None
+    interrupted = batch is not None and (batch.ready is None or bool(batch.unfinished))
+    result = batch.result if batch is not None else CheckResult()
+    if not interrupted:
+        result.nothing_checked = nothing_checked(paths, read, result, shard=args.shard,
+                                                 required=args.require_targets)
+    diagnostics = apply_severity(filter_rules(result.diagnostics, options.select,
+                                              options.ignore), options.severity)
+    if result.nothing_checked is not None and not streaming and args.format != "github":
+        # (the text summary and the annotations say it on stdout)
+        print(f"onnxlens: {result.nothing_checked.line}", file=sys.stderr)
+    toolchain = batch.ready.toolchain if batch is not None and batch.ready else None
+    _write_reports(args, result, diagnostics, root, toolchain, streaming)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if any(d.severity == "error" for d in diagnostics):
+        return EXIT_ERRORS
+    return EXIT_NOTHING_CHECKED if args.require_targets and result.nothing_checked else EXIT_OK
+
+
+def _refuse_bad_outputs(args: argparse.Namespace, inputs: list[Path]) -> None:
     for output in (args.output, args.sarif_file):
         if output is not None:
-            check_output_path(output, files)
-    severity = options.severity
+            check_output_path(output, inputs)
+    if (args.output and args.sarif_file
+            and args.output.resolve() == args.sarif_file.resolve()):
+        raise UsageError(f"--output and --sarif-file both name {args.output}")
+
+
+def _check_files(args: argparse.Namespace, files: list[Path], root: Path, options: Options,
+                 only: dict[Path, frozenset[str]], streaming: bool) -> BatchResult:
+    """Every target of ``files`` in export workers; text on stdout: each file's findings as
+    soon as it and the files before it are checked (the summary follows at the end)."""
+    from export_worker.batch import BatchOptions, Shard, WorkerUnavailable, check_files
+
     timeout, memory = limits(options)
     batch_options = BatchOptions(root, options.export, timeout, memory,
                                  args.jobs or os.cpu_count() or 1,
                                  Shard(*args.shard) if args.shard else None,
-                                 fix_budget=options.fixBudgetSeconds)
-    select, ignore = options.select, options.ignore
-    streaming = args.format == "text" and args.output is None
+                                 fix_budget=options.fixBudgetSeconds, only=only)
 
-    def file_done(result: Any, targets: list[Any]) -> None:
-        """Apply the file's suppression comments; text on stdout: each file's findings as
-        soon as it and the files before it are checked (the summary follows at the end)."""
+    def file_done(result: CheckResult, targets: list[Target]) -> None:
+        """Apply the file's suppression comments, and print its findings when streaming."""
         from exporter.source.suppressions import apply_suppressions
         from exporter.source.text import source_lines
 
         result.file_diagnostics += apply_suppressions(result, targets, source_lines)
-        found = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
+        found = apply_severity(filter_rules(result.diagnostics, options.select,
+                                            options.ignore), options.severity)
         if streaming and found:
             print(format_findings(found), end="\n\n", flush=True)
 
@@ -79,7 +112,7 @@ def check_command(args: argparse.Namespace) -> int:
     except WorkerUnavailable as error:
         unavailable = worker_unavailable(error)
         if isinstance(unavailable, ToolchainMissing) and (
-                args.format != "text" or args.sarif_file) and files:
+                args.format != "text" or args.sarif_file):
             report_missing_toolchain(args, files, root, unavailable)
         raise unavailable from error
     if batch.ready is None:
@@ -90,8 +123,13 @@ def check_command(args: argparse.Namespace) -> int:
               "report holds those that were", file=sys.stderr)
     if batch.ready is not None:
         print_worker_notes(batch.ready)
-    result = batch.result
-    diagnostics = apply_severity(filter_rules(result.diagnostics, select, ignore), severity)
+    return batch
+
+
+def _write_reports(args: argparse.Namespace, result: CheckResult,
+                   diagnostics: list[Diagnostic], root: Path,
+                   toolchain: dict[str, Any] | None, streaming: bool) -> None:
+    """The step summary, the SARIF file and the report (stdout, or ``--output``)."""
     if args.format == "github":
         write_step_summary(diagnostics, format_summary(result, diagnostics))
     if args.sarif_file:
@@ -100,19 +138,38 @@ def check_command(args: argparse.Namespace) -> int:
         print(f"onnxlens: wrote {display_path(args.sarif_file)}", file=sys.stderr)
     if streaming:
         print(format_summary(result, diagnostics), end="")
+        return
+    text = render_check(args, result, diagnostics, root, toolchain)
+    if args.output:
+        write_atomically(args.output, text)
+        print(f"onnxlens: wrote {display_path(args.output)}", file=sys.stderr)
+        if args.format != "text":
+            print(format_text(result, diagnostics), end="", file=sys.stderr)
     else:
-        text = render_check(args, result, diagnostics, root,
-                            batch.ready.toolchain if batch.ready is not None else None)
-        if args.output:
-            write_atomically(args.output, text)
-            print(f"onnxlens: wrote {display_path(args.output)}", file=sys.stderr)
-            if args.format != "text":
-                print(format_text(result, diagnostics), end="", file=sys.stderr)
-        else:
-            print(text, end="")
-    if batch.unfinished or batch.ready is None:
-        return EXIT_INTERRUPTED
-    return EXIT_ERRORS if any(d.severity == "error" for d in diagnostics) else EXIT_OK
+        print(text, end="")
+
+
+def named_targets(given: list[str]) -> tuple[list[Path], dict[Path, frozenset[str]]]:
+    """The paths to check, and the targets named as ``FILE::TARGET`` (as ``save``, ``run``
+    and ``graph`` take them), by resolved file: a target the file does not hold is a usage
+    error before anything runs. A file also given plainly is checked whole."""
+    from onnxlens.save_and_run import find_target, resolve_target
+
+    paths: list[Path] = []
+    only: dict[Path, set[str]] = {}
+    whole: set[Path] = set()
+    for text in given:
+        if "::" not in text:
+            paths.append(Path(text))
+            if Path(text).is_file():
+                whole.add(Path(text).resolve())
+            continue
+        path, name, _ = resolve_target(text, None)
+        find_target(path, name)
+        if path not in only:
+            paths.append(Path(text.rpartition("::")[0]))
+        only.setdefault(path, set()).add(name)
+    return paths, {path: frozenset(names) for path, names in only.items() if path not in whole}
 
 
 def python_files(paths: list[Path], root: Path, excluded: list[str],
@@ -181,7 +238,8 @@ def render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
         from exporter.reports.sarif import DEFAULT_CATEGORY, sarif_dict
 
         filtered = CheckResult(files=result.files,
-                               file_diagnostics=sorted(diagnostics, key=sort_key))
+                               file_diagnostics=sorted(diagnostics, key=sort_key),
+                               nothing_checked=result.nothing_checked)
         category = args.category or (
             f"{DEFAULT_CATEGORY}/shard-{args.shard[0]}-of-{args.shard[1]}" if args.shard
             else DEFAULT_CATEGORY)
@@ -190,5 +248,6 @@ def render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
     if report_format == "github":
         from exporter.reports.github import workflow_commands
 
-        return workflow_commands(diagnostics) + format_summary(result, diagnostics)
+        return (workflow_commands(diagnostics, result.nothing_checked)
+                + format_summary(result, diagnostics))
     return format_text(result, diagnostics)

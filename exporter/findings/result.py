@@ -53,6 +53,22 @@ class TargetResult:
         return next((status for status in self.stages if status.name == name), None)
 
 
+@dataclass(frozen=True)
+class NothingChecked:
+    """Why a check checked no target (no file found, no target marked, a shard holding none):
+    every report says it, so that a run over nothing never passes as a clean one. An error
+    when the user asked for targets (``onnxlens check --require-targets``)."""
+
+    files_read: int
+    reason: str
+    severity: Severity = Severity.WARNING
+
+    @property
+    def line(self) -> str:
+        """``warning: nothing checked: 1 file read, no target: ...``"""
+        return f"{self.severity.value}: nothing checked: {self.reason}"
+
+
 @dataclass
 class CheckResult:
     """Result of checking files: file-level diagnostics plus one entry per target."""
@@ -60,6 +76,7 @@ class CheckResult:
     targets: list[TargetResult] = field(default_factory=list)
     file_diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    nothing_checked: NothingChecked | None = None  # set by the command line's check
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from exporter.findings.diagnostics import Diagnostic, Range, sort_key
+from exporter.findings.result import NothingChecked
 from exporter.findings.rules import RULES, Severity
 from exporter.reports.render import display_path, in_cell, position, printable
 from exporter.source.notebooks import raw_range
@@ -47,8 +48,15 @@ def annotation(diagnostic: Diagnostic) -> str:
     return f"::{_COMMANDS[Severity(diagnostic.severity)]} {listed}::{_escape_data(message)}"
 
 
-def workflow_commands(diagnostics: list[Diagnostic]) -> str:
-    return "".join(annotation(d) + "\n" for d in sorted(diagnostics, key=sort_key))
+def workflow_commands(diagnostics: list[Diagnostic],
+                      nothing_checked: NothingChecked | None = None) -> str:
+    """Every finding's annotation, and one for a run that checked no target (else a green
+    check would look like a clean model)."""
+    lines = [annotation(d) for d in sorted(diagnostics, key=sort_key)]
+    if nothing_checked is not None:
+        lines.append(f"::{_COMMANDS[nothing_checked.severity]} title=onnxlens::"
+                     f"{_escape_data(f'Nothing checked: {nothing_checked.reason}')}")
+    return "".join(line + "\n" for line in lines)
 
 
 def _cell(text: str) -> str:

@@ -159,10 +159,12 @@ def format_summary(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
     warnings = sum(1 for d in diagnostics if d.severity == Severity.WARNING)
     failing = {(d.target, _target_file(result, d)) for d in diagnostics
                if d.severity == Severity.ERROR and d.target}
-    summary = (f"Checked {len(result.targets)} target(s) in {len(result.files)} file(s): "
+    nothing = result.nothing_checked
+    files = nothing.files_read if nothing is not None else len(result.files)
+    summary = (f"Checked {len(result.targets)} target(s) in {files} file(s): "
                f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')}"
                f"{f' ({len(failing)} target(s) failing)' if failing else ''}.")
-    return summary + "\n"
+    return summary + "\n" + (f"{nothing.line}\n" if nothing is not None else "")
 
 
 def _target_file(result: CheckResult, diagnostic: Diagnostic) -> Path:
@@ -248,4 +250,7 @@ def result_json(result: CheckResult, diagnostics: list[Diagnostic]) -> dict[str,
                            for trial in target.fix_trials],
         } for target in result.targets],
         "diagnostics": [diagnostic_json(d) for d in sorted(diagnostics, key=sort_key)],
+        **({"nothing_checked": {"files_read": nothing.files_read, "reason": nothing.reason,
+                                "severity": nothing.severity.value}}
+           if (nothing := result.nothing_checked) is not None else {}),
     }

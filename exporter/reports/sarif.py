@@ -62,8 +62,9 @@ def build_log(result: CheckResult, root: Path, *, absolute_root: bool = False,
         automation_details=sarif.RunAutomationDetails(id=automation_id(category)),
         invocations=[sarif.Invocation(
             execution_successful=not tool_failures,
-            tool_execution_notifications=[_notification(d, artifacts, rule_index)
-                                          for d in tool_failures] or None,
+            tool_execution_notifications=[
+                *(_notification(d, artifacts, rule_index) for d in tool_failures),
+                *_nothing_checked(result)] or None,
         )],
         artifacts=artifacts.artifacts or None,
         column_kind="unicodeCodePoints",
@@ -208,3 +209,14 @@ def _notification(diagnostic: Diagnostic, artifacts: Artifacts,
         associated_rule=sarif.ReportingDescriptorReference(
             id=diagnostic.rule, index=rule_index[diagnostic.rule]),
     )
+
+
+def _nothing_checked(result: CheckResult) -> list[sarif.Notification]:
+    """A run that checked no target says why, as the text report's summary does: a log with
+    no result is otherwise a clean run's."""
+    nothing = result.nothing_checked
+    if nothing is None:
+        return []
+    text = f"Nothing checked: {nothing.reason}"
+    return [sarif.Notification(message=sarif.Message(text=text, markdown=text),
+                               level=LEVELS[nothing.severity])]

@@ -1,6 +1,6 @@
 """What onnxlens runs on: package versions, and which capabilities and speed patches are on.
 
-``onnxlens --version``, the JSON report, the server's ``onnxlens/status`` and the one-line
+``onnxlens toolchain``, the JSON report, the server's ``onnxlens/status`` and the one-line
 message a user on an untested or degraded torch gets all come from ``ToolchainStatus``.
 """
 
@@ -50,7 +50,7 @@ class ToolchainStatus:
         elif degraded:
             reasons = sorted(set(degraded.values()))
             parts.append(f"degraded: {', '.join(degraded)} ({'; '.join(reasons)}; "
-                         "`onnxlens --version` says what each one loses)")
+                         "`onnxlens toolchain` says what each one loses)")
         lost = self.speedups_lost()
         if lost:
             parts.append(f"slower: {len(lost)} of {len(self.speedups)} speed patches are off "
@@ -65,7 +65,7 @@ class ToolchainStatus:
         return {**asdict(self), "message": self.message()}
 
     def describe(self) -> str:
-        """Several lines, for ``onnxlens --version``."""
+        """Several lines, for ``onnxlens toolchain``."""
         lines = [f"{name} {version}" for name, version in self.packages.items()
                  if version is not None or name in PACKAGES[:4]]
         lines = [line.replace(" None", " (not installed)") for line in lines]
@@ -86,6 +86,20 @@ class ToolchainStatus:
                     lines.append(f"{title} off: {name} ({why})"
                                  + (f": {loses.without}" if loses else ""))
         return "\n".join(lines)
+
+
+def installed_packages() -> str:
+    """``onnxlens --version``'s lines after its own: what is installed, from the packages'
+    metadata, so that it answers at once (importing torch takes seconds; ``onnxlens
+    toolchain`` says what works)."""
+    found = {name: installed_version(name) for name in PACKAGES}
+    lines = [f"{name} {version or '(not installed)'}" for name, version in found.items()
+             if version is not None or name in PACKAGES[:4]]
+    torch = found["torch"]
+    tested = [release.version for release in versions.TESTED_TORCH]
+    lines.append("torch tested: " + ("yes" if torch and versions.is_tested(torch) else "no")
+                 + f" (tested: {', '.join(tested)})")
+    return "\n".join(lines)
 
 
 def installed_version(name: str) -> str | None:

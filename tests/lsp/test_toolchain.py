@@ -75,7 +75,7 @@ async def test_a_degraded_toolchain_is_told_once_and_checks_stay_right(degraded:
     assert message.type == types.MessageType.Info
     assert message.message == (
         "onnxlens: degraded: " + ", ".join(torch_compat.CAPABILITIES) + " (turned off by "
-        "ONNXLENS_CAPABILITIES_OFF; `onnxlens --version` says what each one loses).")
+        "ONNXLENS_CAPABILITIES_OFF; `onnxlens toolchain` says what each one loses).")
     assert any(m.message == message.message for m in client.log_messages)
     status = await server_status(client)
     assert status["worker"]["toolchain"]["message"] == message.message

@@ -232,8 +232,8 @@ def test_a_patch_that_changes_the_onnx_is_dropped_on_an_untested_torch(session, 
     assert "exports to other ONNX" in speedups.why_off(changes)
 
 
-def test_version_lists_the_toolchain_and_what_is_on():
-    run = _cli("--version")
+def test_toolchain_lists_the_versions_and_what_is_on():
+    run = _cli("toolchain")
     assert run.returncode == 0
     lines = run.stdout.splitlines()
     assert lines[0].startswith("onnxlens ")
