@@ -16,6 +16,7 @@ import json
 import platform
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,34 @@ def install_hint() -> str:
     """The export toolchain's install, as one shell line for messages."""
     plan = install_plan(["torch", *EXPORT_PACKAGES])
     return " && ".join("pip " + " ".join(command) for command in plan.commands)
+
+
+
+#: reported by ``onnxlens --version`` and the toolchain status (the last two only when
+#: installed)
+REPORTED_PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "transformers",
+                     "torchvision")
+
+
+def installed_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def installed_packages() -> str:
+    """``onnxlens --version``'s lines after its own: what is installed, from the packages'
+    metadata, so that it answers at once (importing torch takes seconds; ``onnxlens
+    toolchain`` says what works)."""
+    found = {name: installed_version(name) for name in REPORTED_PACKAGES}
+    lines = [f"{name} {version or '(not installed)'}" for name, version in found.items()
+             if version is not None or name in REPORTED_PACKAGES[:4]]
+    torch = found["torch"]
+    tested = [release.version for release in TESTED_TORCH]
+    lines.append("torch tested: " + ("yes" if torch and is_tested(torch) else "no")
+                 + f" (tested: {', '.join(tested)})")
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:

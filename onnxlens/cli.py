@@ -256,7 +256,7 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        from exporter.toolchain.status import installed_packages
+        from exporter.versions import installed_packages
 
         print(f"onnxlens {__version__}")
         print(installed_packages())

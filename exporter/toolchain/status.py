@@ -7,13 +7,11 @@ message a user on an untested or degraded torch gets all come from ``ToolchainSt
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from importlib import metadata
 
 from exporter import versions
 from exporter.toolchain.shortcuts import IN_TORCH
 
-#: reported when installed (the last two only then)
-PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "transformers", "torchvision")
+PACKAGES = versions.REPORTED_PACKAGES
 
 
 @dataclass(frozen=True)
@@ -88,34 +86,13 @@ class ToolchainStatus:
         return "\n".join(lines)
 
 
-def installed_packages() -> str:
-    """``onnxlens --version``'s lines after its own: what is installed, from the packages'
-    metadata, so that it answers at once (importing torch takes seconds; ``onnxlens
-    toolchain`` says what works)."""
-    found = {name: installed_version(name) for name in PACKAGES}
-    lines = [f"{name} {version or '(not installed)'}" for name, version in found.items()
-             if version is not None or name in PACKAGES[:4]]
-    torch = found["torch"]
-    tested = [release.version for release in versions.TESTED_TORCH]
-    lines.append("torch tested: " + ("yes" if torch and versions.is_tested(torch) else "no")
-                 + f" (tested: {', '.join(tested)})")
-    return "\n".join(lines)
-
-
-def installed_version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def current() -> ToolchainStatus:
     """The status now (imports torch)."""
     from exporter.toolchain import speedups, torch_compat
 
     return ToolchainStatus(
-        packages={name: torch_compat.TORCH_VERSION if name == "torch" else installed_version(name)
-                  for name in PACKAGES},
+        packages={name: torch_compat.TORCH_VERSION if name == "torch"
+                  else versions.installed_version(name) for name in PACKAGES},
         torch_tested=torch_compat.TORCH_TESTED,
         tested_torch=[release.version for release in versions.TESTED_TORCH],
         capabilities={name: result.reason if not result.ok else ""

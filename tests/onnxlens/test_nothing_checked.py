@@ -86,6 +86,7 @@ def test_sarif_says_why_nothing_was_checked_in_a_notification(workspace: Path, r
     assert notification["message"]["text"].startswith(
         "Nothing checked: no Python file or notebook in `empty`")
     assert validate_with_multitool(log_path, levels=ERRORS_AND_WARNINGS) == []
+    assert validate_with_multitool(log_path, rule_kind="Ghas") == []  # GitHub code scanning
 
 
 def test_a_run_with_a_target_says_nothing_of_the_kind(capsys):
