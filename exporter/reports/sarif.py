@@ -170,14 +170,13 @@ def _result(diagnostic: Diagnostic, artifacts: Artifacts,
 
 
 def _fixes(diagnostic: Diagnostic, artifacts: Artifacts) -> list[sarif.Fix] | None:
-    """A quick fix's edit (``data["fix"]``: ONNX60x's rewrites) and every fix onnxlens tried
-    and found working (docs/fixes.md), as SARIF ``fixes``; none in a notebook, whose cell
-    text is a JSON string: no faithful text replacement."""
-    edits: list[tuple[str, list[FixEdit]]] = []
-    replacement = diagnostic.data.get("fix")
-    if replacement:
-        edits.append((replacement["title"], [FixEdit(Path(replacement["path"]),
-                                                     replacement["range"], replacement["text"])]))
+    """Every quick fix's edit the editor offers (``data["fix"]``: ONNX60x's rewrites;
+    ``data["check_fix"]``: marking an export call's function so that it is checked) and
+    every fix onnxlens tried and found working (docs/fixes.md), as SARIF ``fixes``; none in
+    a notebook, whose cell text is a JSON string: no faithful text replacement."""
+    edits: list[tuple[str, list[FixEdit]]] = [
+        (fix["title"], [FixEdit(Path(fix["path"]), fix["range"], fix["text"])])
+        for fix in (diagnostic.data.get(key) for key in ("fix", "check_fix")) if fix]
     edits += [(f"{trial.candidate.title} (tried by onnxlens: the model then exports and "
                "matches ONNX Runtime)", list(trial.candidate.edits))
               for trial in diagnostic.fixes]
