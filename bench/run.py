@@ -7,6 +7,7 @@ the same run, alternating baseline and onnxlens. Prints tables and appends them 
                                                  # (on the torch that has it), ~50 targets, 8 B
     .venv/bin/python bench/run.py --only load    # 50 model files opened at once
     .venv/bin/python bench/run.py --only fixes   # the verdict with fix trials on and off
+    .venv/bin/python bench/run.py --only corpus  # every real corpus target, per torch (hours)
 
 ``real`` stands for real-recheck, real-torchvision, real-cold, real-scaling, jobs, big8b and
 first (time to the first diagnostics on the failing examples).
@@ -725,6 +726,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples (smoke run)")
     parser.add_argument("--only", default=DEFAULT_SECTIONS)
+    parser.add_argument("--corpus-select", metavar="REGEX",
+                        help="corpus: only the targets whose FILE::TARGET matches")
+    parser.add_argument("--corpus-source", action="append", metavar="SOURCE",
+                        help="corpus: only this source (repeatable; default: every real one)")
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
     # The re-check's ratios are the goals closest to their limit on a noisy shared VM: more
@@ -778,6 +783,13 @@ def main() -> None:
     if "torches" in only:
         sections.append(("6. Warm re-check on every tested torch (goal: within 20 %)",
                          asyncio.run(bench_torches(recheck_repeats))))
+    if "corpus" in only:
+        sys.path.insert(0, str(REPO))
+        from bench.corpus import REAL_SOURCES, bench_corpus
+
+        sections.append(("12. Every real target of the corpus, per torch (goal: no ratio above "
+                         "1.0)", bench_corpus(torch_venvs(), args.corpus_select, sources=tuple(
+                             args.corpus_source or REAL_SOURCES))))
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     report = [f"## Run of {stamp}", "", machine(), "",
               "Medians after a warm-up, baseline and onnxlens alternating in the same run; "
