@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from export_worker.messages import (
+    RESTART_STATUS,
     Cancel,
     DecodeError,
     JobDone,
@@ -35,7 +36,6 @@ from export_worker.messages import (
     encode,
 )
 from export_worker.process_tree import kill_tree
-from export_worker.warm_imports import RESTART_STATUS
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,10 @@ from exporter.reports.graph_view import GraphFiles
 from exporter.source.notebooks import CellSource
 
 JobKind = Literal["check", "save", "run", "graph"]
+#: the worker's exit status when it must fork no more jobs (the installed packages changed
+#: under its warm imports, or importing them changed global state a check can observe): the
+#: client starts a new worker and runs the job there (export_worker/warm_imports.py)
+RESTART_STATUS = 75  # EX_TEMPFAIL
 #: why a job has no answer: killed at its deadline, past its memory limit, its process died,
 #: cancelled by the client, or the worker itself went away while the job ran
 FailureKind = Literal["timeout", "memory", "crashed", "cancelled", "worker-lost"]

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from export_worker.messages import (
+    RESTART_STATUS,
     Cancel,
     DecodeError,
     Event,
@@ -74,7 +75,7 @@ from export_worker.process_tree import (
     end_descendants,
     kill_tree,
 )
-from export_worker.warm_imports import RESTART_STATUS, WarmImports, library_modules
+from export_worker.warm_imports import WarmImports, library_modules
 
 SPARE_MODEL = Path(__file__).resolve().parent / "spare_model.py"
 #: A job stops its own Python code at its timeout (ONNX901 located where it ran); code that

@@ -40,9 +40,6 @@ from pathlib import Path
 
 from export_worker import global_state
 
-#: the worker's exit status when the installed packages changed under its warm imports, or
-#: importing them changed global state a check can observe (a new worker takes over)
-RESTART_STATUS = 75  # EX_TEMPFAIL
 #: a probe whose imports take longer is killed and its packages are not imported
 PROBE_TIMEOUT_SECONDS = 120.0
 
