@@ -39,8 +39,10 @@ What it covers:
 
 What it deliberately ignores, because no check can observe it:
 
-* what only the importing package's own code can reach: operators and kernels in a
-  namespace that did not exist before the import (``torchvision::nms``), pytree
+* operators and kernels in a namespace that did not exist before the import
+  (``torchvision::nms``): any code can reach them through ``torch.ops``, so a job watches
+  for code that does without importing the package (``export_worker/namespace_watch.py``);
+* what only the importing package's own code can reach: pytree
   registrations of types not defined by torch or the standard library (transformers'
   ``ModelOutput`` classes), the package's own ``sys.modules`` entries (transformers replaces
   ``sys.modules["transformers"]`` when its model modules load), an import finder appended

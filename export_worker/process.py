@@ -39,6 +39,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -67,6 +68,7 @@ from export_worker.messages import (
     progress_to_bytes,
     read_job_lines,
 )
+from export_worker.namespace_watch import NamespaceWatch, describe
 from export_worker.no_terminal import no_terminal
 from export_worker.process_tree import (
     TreeMemory,
@@ -301,12 +303,17 @@ class Worker:
 
         protect_existing_files(job_protection(request.workspace, request.kind, request.output))
         before = set(sys.modules)
+        environment = dict(os.environ)  # before the user's code can change it
+        watch = NamespaceWatch(self.warm_imports.namespace_owners)
+        watch.start()
 
         def progress(result: dict[str, Any]) -> None:
             _write_all(pipe, progress_to_bytes(result))
 
         try:
             answer = run_job(self.session, request, progress if request.progress else None)
+            if watch.reached():
+                answer = _without_warm_imports(request, watch.reached(), environment)
             answer = dataclasses.replace(answer, library_imports=library_modules(before))
         except BaseException as error:
             answer = JobAnswer(error="".join(traceback.format_exception_only(type(error), error))
@@ -511,6 +518,30 @@ class Worker:
 JOB_GC_THRESHOLD = (50_000, 20, 20)
 
 
+def _without_warm_imports(request: JobRequest, reached: Mapping[str, frozenset[str]],
+                          environment: dict[str, str]) -> JobAnswer:
+    """The job's answer from a worker of its own without warm imports: its code reached
+    operators a warm import registered, which a plain process would not have
+    (export_worker/namespace_watch.py). Its outcome stands for the job's."""
+    from export_worker.single_job import run_single_job
+
+    print(f"onnxlens worker: {request.target} reached {describe(reached)}, which its code does "
+          "not import: checked again without the warm imports", file=sys.stderr)
+    off = ",".join(filter(None, [environment.get("ONNXLENS_SHORTCUTS_OFF", ""),
+                                 "warm-imports"]))
+    os.environ.clear()
+    os.environ.update({**environment, "ONNXLENS_SHORTCUTS_OFF": off})
+    alone = dataclasses.replace(request, progress=False)
+    outcome = run_single_job(alone, on_output=lambda line: print(line, file=sys.stderr)).outcome
+    if isinstance(outcome, JobDone):
+        return outcome.answer
+    if outcome.failure in ("timeout", "memory"):  # its process was counted in this job's:
+        while True:  # the worker's limit ends this job as it ended that one
+            time.sleep(60)
+    if outcome.failure == "crashed":
+        os._exit(70)  # this job ends as that one did: its process died (ONNX902)
+    raise RuntimeError(f"the check without the warm imports ended: {outcome.failure} "
+                       f"{outcome.detail}".strip())
 def _import_job_modules() -> None:
     """What a job imports (≈0.1 s in every job otherwise)."""
     import export_worker.jobs  # noqa: F401 - the job runner, result serialization

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from export_worker import global_state
+from export_worker.namespace_watch import operator_namespaces
 
 #: a probe whose imports take longer is killed and its packages are not imported
 PROBE_TIMEOUT_SECONDS = 120.0
@@ -95,6 +96,9 @@ class WarmImports:
         #: why this process must fork no more checks: its own warm imports changed state a
         #: check can observe, though the probe saw no change (belt and braces)
         self.tainted: str | None = None
+        #: the operator namespaces the warm imports registered, and whose import did it
+        #: (``safe`` is sorted: torch's own submodules, learned too, come first as "torch")
+        self.namespace_owners: dict[str, frozenset[str]] = {}
 
     def learn(self, names: Iterable[str]) -> None:
         if self.enabled:
@@ -123,14 +127,19 @@ class WarmImports:
         if not safe:
             return
         before = global_state.snapshot()
-        for name in safe:
-            try:
-                importlib.import_module(name)
-            except BaseException as error:  # the probe imported it; be safe all the same
-                self.refused[name] = f"{type(error).__name__}: {error}"
-                continue
-            self.imported.append(name)
-            self._stamp(name)
+        for top, group in itertools.groupby(safe, key=_top):
+            namespaces = operator_namespaces()
+            for name in group:
+                try:
+                    importlib.import_module(name)
+                except BaseException as error:  # the probe imported it; be safe all the same
+                    self.refused[name] = f"{type(error).__name__}: {error}"
+                    continue
+                self.imported.append(name)
+                self._stamp(name)
+            # the namespaces it registered (export_worker/namespace_watch.py)
+            for namespace in operator_namespaces() - namespaces:
+                self.namespace_owners[namespace] = frozenset({top})
         changed = global_state.changes(before, global_state.snapshot(), set(map(_top, safe)))
         del before
         if changed:

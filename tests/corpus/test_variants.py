@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ from tests.corpus.variants import (
     warm_imports,
     write_variants,
 )
-from tests.corpus.variants.common import site_packages
+from tests.corpus.variants.common import Variant, site_packages
 
 
 def test_every_choice_of_every_list_is_drawn():
@@ -251,14 +252,47 @@ def test_a_side_effect_of_an_import_never_reaches_the_unrelated_targets(tmp_path
     ``onnxlens check`` checks them after the files importing a package with a side effect
     as when checked without those (each unrelated model's plain verdict changes where its
     variant's side effect leaks in)."""
+    together, alone = _after_and_alone(warm_imports.warm_import_variants()[::3], tmp_path)
+    assert _verdicts(together) == _verdicts(alone)
+
+
+def _after_and_alone(chosen: list[Variant], tmp_path: Path,
+                     ) -> tuple[dict[str, LensFile], dict[str, LensFile]]:
+    """The variants' unrelated files, checked after the files of their variants in one
+    ``onnxlens check`` and checked alone: their results per file."""
     root = tmp_path / "variants"
-    chosen = warm_imports.warm_import_variants()[::3]
     paths = write_variants(root, chosen)
     unrelated = [root / relative for variant in chosen for relative, _ in variant.more_targets]
     together = _check([p for variant, path in zip(chosen, paths) for p in
                        [path, *(root / r for r, _ in variant.more_targets)]], root)
     alone = _check(unrelated, root)
-    assert {str(p): {name: target.verdict() for name, target in together[str(p)].targets.items()}
-            for p in unrelated} == \
-        {str(p): {name: target.verdict() for name, target in alone[str(p)].targets.items()}
-         for p in unrelated}
+    return {str(p): together[str(p)] for p in unrelated}, alone
+
+
+def _verdicts(files: dict[str, LensFile]) -> dict[str, dict[str, Any]]:
+    return {path: {name: target.verdict() for name, target in file.targets.items()}
+            for path, file in files.items()}
+
+
+def test_every_warm_namespace_choice_is_drawn():
+    drawn = {c for variant in warm_imports.warm_namespace_variants() for c in variant.choices}
+    expected = {f"access={access}" for access in warm_imports.ACCESSES} \
+        | {f"where={where}" for where in warm_imports.WHERE} \
+        | {f"unrelated={n}" for n in warm_imports.UNRELATED_COUNTS}
+    assert expected - drawn == set()
+
+
+@pytest.mark.corpus
+def test_an_operator_an_import_registered_is_not_there_for_files_that_do_not_import_it(
+        tmp_path):
+    """export_worker/namespace_watch.py: the unrelated targets reach ``torch.ops.<ns>`` of a
+    package another file imported (and the worker then imports ahead) without importing it;
+    checked after that file in one ``onnxlens check`` they get the findings they get alone,
+    where the operator does not exist (before, ONNX201 on the operator instead of the plain
+    exporter's AttributeError)."""
+    # [::2]: the variants 00, 02 and 04 reach it in all five ways (the corpus runs all)
+    together, alone = _after_and_alone(warm_imports.warm_namespace_variants()[::2], tmp_path)
+    assert _verdicts(together) == _verdicts(alone)
+    rules = {d.rule for file in together.values() for target in file.targets.values()
+             for d in target.diagnostics}
+    assert "ONNX201" not in rules and rules <= {"ONNX002", "ONNX003", "ONNX004"}

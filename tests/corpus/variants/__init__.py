@@ -23,6 +23,9 @@ varies):
   read back, wherever they sit, and write nothing into the user's tree.
 * ``warm_imports``: an installed package whose import changes global state is not imported
   ahead by the worker: unrelated files checked after it in one process keep their verdicts.
+* ``warm_namespaces``: an installed package imported ahead registers operators in a
+  namespace of its own; unrelated files that reach them through ``torch.ops`` without importing
+  it get the plain process's failure, not the operator's.
 """
 
 from __future__ import annotations
@@ -34,13 +37,14 @@ from tests.corpus.variants.decorators import decorators_variants
 from tests.corpus.variants.export_calls import export_call_variants
 from tests.corpus.variants.soundness import soundness_variants
 from tests.corpus.variants.stdio import stdio_variants
-from tests.corpus.variants.warm_imports import warm_import_variants
+from tests.corpus.variants.warm_imports import warm_import_variants, warm_namespace_variants
 
 MECHANISMS: dict[str, Callable[[], list[Variant]]] = {"soundness": soundness_variants}
 MECHANISMS["decorators"] = decorators_variants
 MECHANISMS["stdio"] = stdio_variants
 MECHANISMS["export_calls"] = export_call_variants
 MECHANISMS["warm_imports"] = warm_import_variants
+MECHANISMS["warm_namespaces"] = warm_namespace_variants
 
 
 def all_variants() -> list[Variant]:
