@@ -19,9 +19,8 @@ without warm imports (``export_worker/process.py``), whose answer is the verdict
 namespace up through a package that imported its owner at its own import, ahead, counts as
 reached too: a second check costs time, never a verdict.
 
-Not covered: ``torch._C`` lookups by name, and a user's own registration of a namespace a warm
-import already registered (``torch.library.Library(ns, "DEF")`` raises where a plain process
-would not).
+A ``torch.library.Library`` of such a namespace made by such code is reached too: defining it
+again raises where a plain process would not. Not covered: ``torch._C`` lookups by name.
 """
 
 from __future__ import annotations
@@ -74,6 +73,23 @@ class NamespaceWatch:
             return look_up(self, name)
 
         type(ops).__getattr__ = watched_lookup
+        self._watch_libraries(torch.library.Library)
+
+    def _watch_libraries(self, library: Any) -> None:
+        """A ``torch.library.Library(ns, ...)`` of a warm import's namespace, by code that did
+        not import it: ``"DEF"`` raises there (the namespace is taken), not in a plain
+        process."""
+        create = library.__init__
+        watch = self
+
+        def watched_create(self: Any, ns: str, kind: str, *args: Any, **kwargs: Any) -> None:
+            owners = watch.owners.get(ns)
+            if owners is not None and not owners & watch.imported \
+                    and not _toolchain(sys._getframe(1).f_globals.get("__name__", "")):
+                watch._reached.setdefault(ns, owners)
+            create(self, ns, kind, *args, **kwargs)
+
+        library.__init__ = watched_create
 
     def reached(self) -> dict[str, frozenset[str]]:
         """The namespaces looked up while no package that registered them was imported."""
