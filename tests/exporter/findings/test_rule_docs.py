@@ -6,6 +6,7 @@ import re
 
 from exporter.findings.rules import RULES
 from onnxlens.cli import main
+from onnxlens.rule_pages import terminal_markdown
 from tests.conftest import REPO
 
 DOCS = REPO / "docs" / "rules"
@@ -30,12 +31,13 @@ def test_a_configured_docs_url_is_used_by_every_link(monkeypatch):
 
 
 def test_rule_command_prints_the_page_and_lists_the_catalog(capsys):
-    assert main(["rule", "onnx201"]) == 0
-    assert capsys.readouterr().out == (DOCS / "ONNX201.md").read_text(encoding="utf-8")
+    assert main(["rule", "onnx201"]) == 0  # piped: the page, its links spelled out
+    assert capsys.readouterr().out == terminal_markdown(
+        (DOCS / "ONNX201.md").read_text(encoding="utf-8"))
     assert main(["rule", "--all"]) == 0
-    listed = capsys.readouterr().out.splitlines()
+    listed = capsys.readouterr().out.splitlines()[1:-1]  # after the header, before the note
     assert [line.split()[0] for line in listed] == list(RULES)
-    assert listed[0].split()[1:3] == ["invalid-annotation", "error"]
+    assert listed[0].split()[1:4] == ["invalid-annotation", "error", "on"]
     assert main(["rule", "ONNX299"]) == 2
     assert "no rule 'ONNX299' (e.g. ONNX201, ONNX202, ONNX203" in capsys.readouterr().err
 
