@@ -46,7 +46,9 @@ def totals_lines(totals: Totals, wall: float) -> list[str]:
         f"targets {totals.targets}: agree {totals.agree}, false errors {totals.false_errors}, "
         f"missed {totals.missed}, wrong cause {totals.wrong_cause}, tool failures "
         f"{totals.tool_failures}, not judged {totals.not_judged}; "
-        f"not buildable {totals.not_buildable}",
+        f"not buildable {totals.not_buildable}"
+        + (f"; onnxlens errors the truth did not run, confirmed on the plain exporter's model: "
+           f"{totals.claims_confirmed}" if totals.claims_confirmed else ""),
         f"time onnxlens/plain {totals.ratio:.2f} (stage times {totals.lens_seconds:.0f} s vs "
         f"export+ORT {totals.truth_seconds:.0f} s, on the targets both exported); processes: "
         f"onnxlens {totals.lens_wall:.0f} s, truth {totals.truth_wall:.0f} s (not cached); "

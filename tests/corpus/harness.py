@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.corpus.claims import replay_claims
 from tests.corpus.corpus import FIXTURES, Corpus, CorpusFile
 from tests.corpus.judge import (
     AGREE,
@@ -42,6 +43,7 @@ class Totals:
     tool_failures: int = 0
     not_judged: int = 0
     not_buildable: int = 0
+    claims_confirmed: int = 0  # onnxlens errors the truth did not see, replayed (claims.py)
     lens_seconds: float = 0.0  # sum of onnxlens's stage times
     truth_seconds: float = 0.0  # sum of torch.onnx.export + ONNX Runtime times
     lens_wall: float = 0.0  # wall time of the onnxlens processes
@@ -205,7 +207,9 @@ def run_corpus(corpus: Corpus, jobs: int = 2, *, env: dict[str, str] | None = No
     for corpus_file in corpus.files:
         file_truths = {t: truths[(str(corpus_file.path), t)] for t in corpus_file.targets}
         rows += judge_file(corpus_file, file_truths, lens_files[str(corpus_file.path)])
+    confirmed = replay_claims(rows, corpus.files, jobs, timeout=timeout)
     totals = summarize(rows, corpus)
+    totals.claims_confirmed = confirmed
     totals.lens_wall = sum(result.wall_seconds for result in lens_files.values())
     totals.truth_wall = sum(t.wall_seconds for t in truths.values() if not t.cached)
     return Outcome(rows, totals, lens_files)

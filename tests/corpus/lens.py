@@ -38,6 +38,8 @@ class LensDiagnostic:
     place: Place
     related: list[Place] = field(default_factory=list)
     target: str = ""
+    #: the sizes a run at other sizes fed (ONNX403, a confirmed ONNX107), by dimension name
+    sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def headline(self) -> str:
@@ -134,7 +136,8 @@ def parse(report: dict[str, Any], paths: list[Path], root: Path,
         diagnostic = LensDiagnostic(entry["rule"], entry["severity"], entry["message"],
                                     _place(root, entry),
                                     [_place(root, r) for r in entry.get("related", [])],
-                                    entry.get("target", ""))
+                                    entry.get("target", ""),
+                                    dict((entry.get("data") or {}).get("sizes") or {}))
         target = owners.get(diagnostic.target)
         if target is not None:
             target.diagnostics.append(diagnostic)

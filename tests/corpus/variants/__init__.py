@@ -23,6 +23,9 @@ varies):
   read back, wherever they sit, and write nothing into the user's tree.
 * ``warm_imports``: an installed package whose import changes global state is not imported
   ahead by the worker: unrelated files checked after it in one process keep their verdicts.
+* ``odd_sizes``: a graph right at every size the truth runs and wrong in ONNX Runtime at the
+  odd size onnxlens runs; the judge replays onnxlens's sizes on the plain exporter's model
+  (``tests/corpus/claims.py``).
 * ``warm_namespaces``: an installed package imported ahead registers operators in a
   namespace of its own; unrelated files that reach them through ``torch.ops`` without importing
   it get the plain process's failure, not the operator's.
@@ -35,6 +38,7 @@ from collections.abc import Callable
 from tests.corpus.variants.common import Variant, write_variants
 from tests.corpus.variants.decorators import decorators_variants
 from tests.corpus.variants.export_calls import export_call_variants
+from tests.corpus.variants.odd_sizes import odd_size_variants
 from tests.corpus.variants.soundness import soundness_variants
 from tests.corpus.variants.stdio import stdio_variants
 from tests.corpus.variants.warm_imports import warm_import_variants, warm_namespace_variants
@@ -45,6 +49,7 @@ MECHANISMS["stdio"] = stdio_variants
 MECHANISMS["export_calls"] = export_call_variants
 MECHANISMS["warm_imports"] = warm_import_variants
 MECHANISMS["warm_namespaces"] = warm_namespace_variants
+MECHANISMS["odd_sizes"] = odd_size_variants
 
 
 def all_variants() -> list[Variant]:
