@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from exporter.pipeline.converted_axes import ConvertedAxes
     from exporter.pipeline.dynamic_dims import Narrowed
     from exporter.pipeline.registries import Registries
+    from exporter.toolchain.torch_compat import DraftFailure
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,15 @@ class Ran:
     outputs: list[np.ndarray]
 
 
+@dataclass(frozen=True)
+class StrictRecapture:
+    """What the draft export with every declared dimension strictly dynamic reported: its
+    failures and the files their stacks name (None: it failed, or its report is unreadable);
+    exporter/pipeline/strict_recapture.py."""
+
+    report: tuple[list[DraftFailure], dict[int, str]] | None
+
+
 @dataclass
 class CheckContext:
     target: Target
@@ -105,6 +115,8 @@ class CheckContext:
     summary: dict[str, Any] = field(default_factory=dict)
     # edits a stage found worth trying for its finding (exporter/pipeline/fix_candidates.py)
     fix_candidates: list[FixCandidate] = field(default_factory=list)
+    # the strict re-capture both guard searches read (exporter/pipeline/strict_recapture.py)
+    strict_recapture: StrictRecapture | None = None
 
     # The stages' products, in order (None: the stage did not run or did not succeed).
     loaded: Loaded | None = None

@@ -25,6 +25,8 @@ SHORTCUTS: dict[str, str] = {
     "short-py-impl": "CIA kernels are registered by dispatch key without annotation evaluation",
     "weights-apart": "large weights reach ONNX Runtime from memory, not through the protobuf",
     "result-reuse": "the language server reuses a result while nothing the check read changed",
+    "strict-recapture-once": "the draft export with every declared dimension strictly dynamic "
+                             "is made once per check, for both guard searches",
     "warm-imports": "installed packages a check imported are imported by the worker before "
                     "it forks the next check",
 }

@@ -10,7 +10,6 @@ values (``example_inputs.resized``), so they stay valid for the model."""
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,9 +27,9 @@ from exporter.pipeline.locating import (
     guards_a_dimension,
     report_at_node,
     report_guard,
-    strictly_dynamic,
 )
 from exporter.pipeline.stages.base import StageSkipped
+from exporter.pipeline.strict_recapture import strict_draft_report
 from exporter.toolchain import torch_compat
 
 #: the larger size: the example's size plus this (within the declared maximum)
@@ -285,17 +284,7 @@ def _report_static_dims(ctx: CheckContext, declared: DeclaredDims) -> None:
 def _locate_specialization(ctx: CheckContext, headline: str) -> bool:
     """Re-capture with every declared dimension strictly dynamic to find the line that
     specialized it (``Dim.AUTO`` lets torch.export do that silently)."""
-    loaded = ctx.need_loaded()
-    strict_spec = strictly_dynamic(loaded.model, loaded.args, loaded.kwargs,
-                                    loaded.dynamic_shapes)
-    args, kwargs = fresh_copy(loaded.args, loaded.kwargs)
-    try:
-        program = torch.export.draft_export(loaded.model, args, kwargs,
-                                            dynamic_shapes=strict_spec, strict=False)
-    except Exception:
-        logging.getLogger(__name__).debug("re-capture failed", exc_info=True)
-        return False
-    report = torch_compat.draft_failures(program)
+    report = strict_draft_report(ctx)
     if report is None:
         return False
     failures, files = report

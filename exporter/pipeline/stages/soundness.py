@@ -8,7 +8,6 @@ the model outside the narrowed range and shows the ONNX model wrong there."""
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from dataclasses import dataclass
@@ -16,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import sympy
-import torch
 
 from exporter.findings.diagnostics import Diagnostic, Related
 from exporter.findings.fixes import FixCandidate, FixEdit
@@ -31,15 +29,14 @@ from exporter.pipeline.dynamic_dims import (
     outside_sizes,
     valid_ranges,
 )
-from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.locating import (
     BoundedDim,
     declared_dynamic,
     dynamic_shapes_with,
     pretty_source,
     stack_frames,
-    strictly_dynamic,
 )
+from exporter.pipeline.strict_recapture import strict_draft_report
 from exporter.source.traces import Frame, is_user_frame
 from exporter.toolchain import torch_compat
 
@@ -205,16 +202,7 @@ def _recaptured_guards(ctx: CheckContext) -> list[NarrowingGuard]:
     in a library, whose caller in the user's code only a whole stack names): a draft export
     with every declared dimension strictly dynamic reports the guards torch added, with the
     user's stack."""
-    loaded = ctx.need_loaded()
-    try:
-        spec = strictly_dynamic(loaded.model, loaded.args, loaded.kwargs, loaded.dynamic_shapes)
-        args, kwargs = fresh_copy(loaded.args, loaded.kwargs)
-        program = torch.export.draft_export(loaded.model, args, kwargs, dynamic_shapes=spec,
-                                            strict=False)
-    except Exception:
-        logging.getLogger(__name__).debug("locating the narrowing guard failed", exc_info=True)
-        return []
-    report = torch_compat.draft_failures(program)
+    report = strict_draft_report(ctx)
     if report is None:
         return []
     failures, files = report
@@ -231,4 +219,3 @@ def _recaptured_guards(ctx: CheckContext) -> list[NarrowingGuard]:
             next(iter(sources.values()), "") if len(sources) == 1 else "",
             stack_frames(data["user_stack"], files))]
     return []
-
