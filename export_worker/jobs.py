@@ -43,13 +43,14 @@ def run_job(session: ExportSession, request: JobRequest,
     target = next((t for t in found.targets if t.name == request.target), None)
     if target is None:
         return JobAnswer(error=f"no export target {request.target!r} in {path.name}")
+
     def stage_done(partial: TargetResult) -> None:
         if progress is not None and partial.stages[-1].name in EARLY_STAGES \
                 and partial.diagnostics:
             progress(result_to_data(CheckResult(targets=[partial], files=[path])))
 
-    context, target_result = session.run_target(target, Path(request.workspace), stage_done,
-                                                sources)
+    context, target_result = session.run_target(
+        target, Path(request.workspace), stage_done if progress is not None else None, sources)
     result = CheckResult(targets=[target_result], files=[path])
     if request.kind == "check":
         return JobAnswer(result=result_to_data(result),

@@ -5,6 +5,7 @@ sets its own only when it succeeded, so a later stage runs only on what really e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -117,6 +118,9 @@ class CheckContext:
     fix_candidates: list[FixCandidate] = field(default_factory=list)
     # the strict re-capture both guard searches read (exporter/pipeline/strict_recapture.py)
     strict_recapture: StrictRecapture | None = None
+    # shows findings known before their stage ends (the language server publishes them early);
+    # given the stage's name and the findings so far. Set by the runner when someone listens.
+    early: Callable[[str, list[Diagnostic]], None] | None = None
 
     # The stages' products, in order (None: the stage did not run or did not succeed).
     loaded: Loaded | None = None

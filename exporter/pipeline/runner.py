@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exporter.findings.diagnostics import merge_duplicates, sort_key
+from exporter.findings.diagnostics import Diagnostic, merge_duplicates, sort_key
 from exporter.findings.result import StageState, StageStatus, TargetResult
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.fix_candidates import fix_candidates
@@ -96,6 +96,8 @@ def run_pipeline(ctx: CheckContext,
     server shows what capture and translate found before the check ends)."""
     result = TargetResult(ctx.target.name, ctx.target.path, ctx.target.definition)
     started = time.perf_counter()
+    if stage_done is not None:
+        ctx.early = _early_reporter(ctx, result, stage_done)
     try:
         with _time_limit(ctx.timeout):
             for stage in STAGES:
@@ -118,6 +120,20 @@ def run_pipeline(ctx: CheckContext,
     result.summary = dict(ctx.summary)
     result.fix_candidates = fix_candidates(ctx, result.diagnostics)
     return result
+
+
+def _early_reporter(ctx: CheckContext, result: TargetResult,
+                    stage_done: Callable[[TargetResult], None]
+                    ) -> Callable[[str, list[Diagnostic]], None]:
+    """``ctx.early``: the result so far with ``stage`` failed (it is known to fail) and the
+    findings given, before the stage ends; ``stage_done`` shows it as it shows a stage's end."""
+    def report(stage: str, diagnostics: list[Diagnostic]) -> None:
+        running = StageStatus(stage, StageState.FAILED, 0.0, "its complete findings follow")
+        stage_done(TargetResult(result.name, result.path, result.definition,
+                                [*result.stages, running],
+                                sorted(merge_duplicates(diagnostics), key=sort_key)))
+
+    return report
 
 
 def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
