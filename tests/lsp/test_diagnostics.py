@@ -12,7 +12,15 @@ from pytest_lsp import LanguageClient
 from exporter.reports.render import OFF_BY_DEFAULT
 from tests.conftest import FIXTURES
 from tests.exporter.pipeline.test_fixture_diagnostics import EXPECTED as EXPORTER_EXPECTED
-from tests.lsp.conftest import close_file, diagnostics_for, open_file, spans, units, uri_of
+from tests.lsp.conftest import (
+    close_file,
+    diagnostics_for,
+    open_file,
+    record_publishes,
+    spans,
+    units,
+    uri_of,
+)
 
 E, W = 1, 2
 SEVERITY = {"error": E, "warning": W}
@@ -55,6 +63,29 @@ async def test_fixture_diagnostics(client: LanguageClient, name: str):
             for diagnostic in found:
                 assert diagnostic.source == "onnxlens"
                 assert diagnostic.data["rule"] == diagnostic.code
+    finally:
+        close_file(client, uri)
+
+
+@pytest.mark.parametrize("client", ["visual-studio-code"], indirect=True)
+async def test_a_failing_capture_is_published_before_its_draft_export_ends(
+        client: LanguageClient):
+    """Issue 42: the first squiggle early. A capture that fails in every strategy is published
+    at once (``data.early``) with torch's first error on the branching line; the draft
+    export's list replaces it when the check ends."""
+    path = FIXTURES / "data_dependent_branch" / "model.py"
+    publishes = record_publishes(client)
+    # a text of its own: no earlier check's result is reused
+    uri = open_file(client, path, path.read_text() + "\n# checked again\n")
+    try:
+        final = await diagnostics_for(client, uri)
+        mine = [p for p in publishes if p.uri == uri and p.diagnostics]
+        first = mine[0].diagnostics
+        assert all(isinstance(d.data, dict) and d.data.get("early") for d in first)
+        assert [(d.code, d.range.start.line) for d in first] == [("ONNX101", 6)]
+        assert first[0].message.startswith("torch.export failed")
+        assert [(d.code, d.range.start.line) for d in final] == [("ONNX101", 6)]
+        assert "depends on the values inside a tensor" in final[0].message
     finally:
         close_file(client, uri)
 
