@@ -166,6 +166,12 @@ class Checker:
     def result_counts(self) -> dict[str, int]:
         return {"checked": self.results.checked, "reused": self.results.reused}
 
+    def pending_counts(self) -> dict[str, int]:
+        """Checks waiting out their typing delay, and checks started and not ended: with both
+        at 0, no check runs or will start until a new request (the tests' proof that nothing
+        more is published, without waiting for it)."""
+        return {"delayed": len(self.timers), "started": len(self.tasks)}
+
     def queue_counts(self) -> dict[str, int]:
         queue = self.queue
         return {"slots": queue.slots, "budgetMB": queue.budget_mb,

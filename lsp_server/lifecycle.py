@@ -99,6 +99,7 @@ async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
             "serverImportsTorch": "torch" in sys.modules,
             "results": ls.checker.result_counts(),
             "queue": ls.checker.queue_counts(),
+            "pending": ls.checker.pending_counts(),
             "viewer": {"pid": ls.graphs.viewer_pid},
             "settings": ls.settings.__dict__}
 

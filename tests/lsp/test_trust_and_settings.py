@@ -49,8 +49,9 @@ async def test_untrusted_runs_nothing_until_trusted(untrusted: LanguageClient):
     workspace = untrusted.workspace_root
     before = sorted(p.relative_to(workspace) for p in workspace.rglob("*"))
     uri = open_file(untrusted, workspace / "no_translation" / "model.py")
-    await asyncio.sleep(3)
+    # answered after the didOpen: nothing scheduled then is nothing that will run
     status = await server_status(untrusted)
+    assert status["pending"] == {"delayed": 0, "started": 0}
     assert status["trusted"] is False and status["worker"]["ready"] is False
     assert child_processes(untrusted._server.pid) == []  # no worker process exists
     assert uri not in untrusted.diagnostics
@@ -221,8 +222,9 @@ async def test_a_check_waiting_out_its_typing_delay_does_not_outlive_the_trust(
     client.protocol.notify("onnxlens/trustChanged", {"trusted": False})
     assert await diagnostics_for(client, uri, expect=lambda found: found == []) == []
     published = record_publishes(client)
-    await asyncio.sleep(4)  # the typing delay, and time for a check it would have started
     status = await server_status(client)
+    # no check waits out its typing delay or runs: none will start or publish
+    assert status["pending"] == {"delayed": 0, "started": 0}
     assert status["trusted"] is False and status["workerState"] == "stopped"
     assert status["worker"]["ready"] is False
     assert child_processes(client._server.pid) == []
