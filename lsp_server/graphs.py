@@ -130,6 +130,12 @@ class GraphViews:
         return viewer.process.pid if viewer is not None and viewer.process.poll() is None \
             else None
 
+    @property
+    def rendering_again(self) -> bool:
+        """Whether the graph open in the client's panel is being rendered again after a
+        check (an ``onnxlens/graphChanged`` is on its way)."""
+        return self._rerender is not None and not self._rerender.done()
+
     async def show(self, uri: str, target: Target) -> dict[str, Any]:
         """One graph job for ``target`` and its page; ``{"error": ...}`` when there is no graph
         (the export stopped before ONNX, the job failed, Model Explorer is missing)."""

@@ -100,7 +100,7 @@ async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:
             "results": ls.checker.result_counts(),
             "queue": ls.checker.queue_counts(),
             "pending": ls.checker.pending_counts(),
-            "viewer": {"pid": ls.graphs.viewer_pid},
+            "viewer": {"pid": ls.graphs.viewer_pid, "renderingAgain": ls.graphs.rendering_again},
             "settings": ls.settings.__dict__}
 
 
