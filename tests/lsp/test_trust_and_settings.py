@@ -21,6 +21,7 @@ from tests.lsp.conftest import (
     server_status,
     session,
     spans,
+    wait_for,
 )
 
 
@@ -56,7 +57,8 @@ async def test_untrusted_runs_nothing_until_trusted(untrusted: LanguageClient):
     assert child_processes(untrusted._server.pid) == []  # no worker process exists
     assert uri not in untrusted.diagnostics
     assert sorted(p.relative_to(workspace) for p in workspace.rglob("*")) == before
-    (message,) = [m for m in untrusted.messages if "trusted" in m.message]
+    (message,) = await wait_for(lambda: [m for m in untrusted.messages
+                                         if "trusted" in m.message], what="the trust message")
     assert message.type == types.MessageType.Info
     lenses = await untrusted.text_document_code_lens_async(types.CodeLensParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
