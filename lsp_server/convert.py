@@ -11,7 +11,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from exporter.findings.diagnostics import Diagnostic, Range
 from exporter.findings.rules import RULES, Severity
-from exporter.reports.serialize import range_to_data
+from exporter.reports.serialize import edits_to_data
 from lsp_server.client_support import ClientSupport
 
 _SEVERITY = {Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -55,15 +55,17 @@ class PositionConverter:
 
 
 def _data(diagnostic: Diagnostic) -> dict[str, Any]:
-    data: dict[str, Any] = {"rule": diagnostic.rule, "target": diagnostic.target}
-    for key, value in diagnostic.data.items():
-        if isinstance(value, dict) and isinstance(value.get("range"), Range):
-            value = {**value, "range": range_to_data(value["range"])}
-        data[key] = value
-    if diagnostic.fixes:  # fixes tried and found working (docs/fixes.md): quick fixes
-        data["fixes"] = [{"title": trial.candidate.title, "edits": [
-            {"path": str(edit.path), "range": range_to_data(edit.range), "text": edit.text}
-            for edit in trial.candidate.edits]} for trial in diagnostic.fixes]
+    """The diagnostic's data, and every quick fix it offers under ``fixes`` (the client sends
+    them back with a code-action request): those offered as they are, then those tried and
+    found working (``tried``, docs/fixes.md)."""
+    data: dict[str, Any] = {"rule": diagnostic.rule, "target": diagnostic.target,
+                            **diagnostic.data}
+    fixes = [{"title": fix.title, "edits": edits_to_data(fix.edits), "tried": False}
+             for fix in diagnostic.quick_fixes]
+    fixes += [{"title": trial.candidate.title, "edits": edits_to_data(trial.candidate.edits),
+               "tried": True} for trial in diagnostic.fixes]
+    if fixes:
+        data["fixes"] = fixes
     return data
 
 

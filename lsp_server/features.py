@@ -148,29 +148,29 @@ def _edit(uri: str, range_: types.Range, text: str) -> types.TextEdit:
 
 def _fix_actions(uri: str, diagnostic: types.Diagnostic, positions: PositionConverter,
                  path: Any) -> list[types.CodeAction]:
+    """The quick fixes the diagnostic carries (lsp_server/convert.py): each edit is on the
+    diagnostic's document unless it names another file; the first fix tried and found working
+    is the preferred one."""
     from exporter.reports.serialize import range_from_data
 
     data = diagnostic.data or {}
     actions = []
-    for key in ("static_fix", "fix", "check_fix"):
-        fix = data.get(key)
-        if not fix:
-            continue
-        edit = _edit(uri, positions.range(path, range_from_data(fix["range"])), fix["text"])
-        actions.append(types.CodeAction(
-            title=fix["title"], kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-            edit=types.WorkspaceEdit(changes={uri: [edit]}), is_preferred=key == "static_fix"))
-    for index, fix in enumerate(data.get("fixes") or []):  # tried, and they work
+    preferred_given = False
+    for fix in data.get("fixes") or []:
         changes: dict[str, list[types.TextEdit]] = {}
         for change in fix["edits"]:
             changed = Path(change["path"])
-            changes.setdefault(path_uri(changed), []).append(_edit(
-                uri, positions.range(changed, range_from_data(change["range"])),
-                change["text"]))
+            edited = uri if changed == path else path_uri(changed)
+            changes.setdefault(edited, []).append(_edit(
+                uri, positions.range(changed if edited != uri else path,
+                                     range_from_data(change["range"])), change["text"]))
+        tried = bool(fix.get("tried"))
+        title = (f"{fix['title']} (tried: the model then exports and matches)" if tried
+                 else fix["title"])
         actions.append(types.CodeAction(
-            title=f"{fix['title']} (tried: the model then exports and matches)",
-            kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-            edit=types.WorkspaceEdit(changes=changes), is_preferred=index == 0))
+            title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+            edit=types.WorkspaceEdit(changes=changes), is_preferred=tried and not preferred_given))
+        preferred_given = preferred_given or tried
     return actions
 
 

@@ -16,6 +16,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 
 from exporter.findings.diagnostics import Diagnostic, Range
+from exporter.findings.fixes import FixEdit
 from exporter.source.notebooks import CodeCell, NotebookModule, module_of_cells
 from exporter.source.targets import Target, discover
 from exporter.source.text import split_lines
@@ -82,9 +83,9 @@ class NotebookView:
             if placed is None or placed[0].number not in self.cell_uris:
                 continue
             cell, _ = placed
-            shown = to_lsp(diagnostic, server.support, module_lines)
+            shown = to_lsp(self._fixes_in_cell(diagnostic, cell), server.support,
+                           module_lines)
             shown.range = _shifted(shown.range, cell.first_line - 1, cell.lines)
-            _fix_ranges_in_cell(shown, cell)
             if shown.related_information:
                 shown.related_information = [self._on_cell(info)
                                              for info in shown.related_information]
@@ -95,6 +96,27 @@ class NotebookView:
         for uri, shown_on_cell in by_cell.items():
             server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=uri, diagnostics=shown_on_cell))
+
+    def _fixes_in_cell(self, diagnostic: Diagnostic, cell: CodeCell) -> Diagnostic:
+        """The diagnostic with its fixes' edits of the notebook in lines of ``cell``, where
+        code actions apply them; a fix that edits the notebook outside the cell is dropped."""
+        def in_cell(edits: tuple[FixEdit, ...]) -> tuple[FixEdit, ...] | None:
+            moved = []
+            for edit in edits:
+                if edit.path == self.path:
+                    if not cell.first_line <= edit.range.start.line <= edit.range.end.line \
+                            <= cell.last_line:
+                        return None
+                    edit = replace(edit, range=_moved(edit.range, 1 - cell.first_line))
+                moved.append(edit)
+            return tuple(moved)
+
+        quick_fixes = [replace(fix, edits=edits) for fix in diagnostic.quick_fixes
+                       if (edits := in_cell(fix.edits)) is not None]
+        tried = [replace(trial, candidate=replace(trial.candidate, edits=edits))
+                 for trial in diagnostic.fixes
+                 if (edits := in_cell(trial.candidate.edits)) is not None]
+        return replace(diagnostic, quick_fixes=tuple(quick_fixes), fixes=tuple(tried))
 
     def _on_cell(self, info: types.DiagnosticRelatedInformation
                  ) -> types.DiagnosticRelatedInformation:
@@ -118,24 +140,6 @@ class NotebookView:
 def _moved(range_: Range, lines: int) -> Range:
     return Range.of(range_.start.line + lines, range_.start.column,
                     range_.end.line + lines, range_.end.column)
-
-
-def _fix_ranges_in_cell(shown: types.Diagnostic, cell: CodeCell) -> None:
-    """The quick fixes' edits (``data.fix`` and the like, ``[line, column, end line, end
-    column]`` of the module) as lines of the cell; an edit outside the cell is dropped."""
-    if not isinstance(shown.data, dict):
-        return
-    for key in ("fix", "static_fix", "check_fix"):
-        fix = shown.data.get(key)
-        if not isinstance(fix, dict) or not isinstance(fix.get("range"), list):
-            continue
-        line, column, end_line, end_column = fix["range"]
-        if not cell.first_line <= line <= end_line <= cell.last_line:
-            del shown.data[key]
-            continue
-        offset = cell.first_line - 1
-        shown.data[key] = {**fix, "range": [line - offset, column, end_line - offset,
-                                            end_column]}
 
 
 def _shifted(range_: types.Range, offset: int, lines: tuple[str, ...]) -> types.Range:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from exporter.findings.fixes import FixTrial
+from exporter.findings.fixes import FixTrial, QuickFix
 from exporter.findings.positions import Location, Position, Range
 from exporter.findings.rules import Severity, get_rule
 
@@ -34,8 +34,10 @@ class Diagnostic:
     related: tuple[Related, ...] = ()
     hint: str | None = None
     count: int = 1
-    # Machine-readable extras for quick fixes (e.g. suggested dynamic_shapes).
+    # Machine-readable extras: the operator, the ONNX node, the sizes fed (docs/cli.md)
     data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # Edits offered as they are (exporter/findings/fixes.py)
+    quick_fixes: tuple[QuickFix, ...] = field(default=(), compare=False, hash=False)
     # Fixes onnxlens tried that work for this finding (exporter/findings/fixes.py)
     fixes: tuple[FixTrial, ...] = field(default=(), compare=False, hash=False)
 

@@ -32,6 +32,15 @@ class FixEdit:
 
 
 @dataclass(frozen=True)
+class QuickFix:
+    """An edit offered as it is, right by construction, with no trial: a legacy export
+    argument's rewrite (ONNX60x), the pragma that has an export call checked."""
+
+    title: str
+    edits: tuple[FixEdit, ...]
+
+
+@dataclass(frozen=True)
 class FixCandidate:
     key: str  # what it changes, the same in every check: "transformers:attn_implementation"
     title: str  # the edit in words: 'Build the config with attn_implementation="eager"'

@@ -41,6 +41,8 @@ def annotation(diagnostic: Diagnostic) -> str:
         "title": diagnostic.rule,
     }
     listed = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
+    for fix in diagnostic.quick_fixes:
+        message += f"\nFix: {fix.title}"
     for trial in diagnostic.fixes:  # fixes tried and found working (docs/fixes.md)
         message += f"\nTried and works: {trial.candidate.title}"
     if diagnostic.hint:

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range, sort_key
-from exporter.findings.fixes import FixCandidate, FixTrial
+from exporter.findings.fixes import FixCandidate, FixEdit, FixTrial
 from exporter.findings.result import CheckResult
 from exporter.findings.rules import RULES, Severity
 from exporter.source.notebooks import CodeCell
 from exporter.source.text import line_text, notebook_at, split_lines
 
-JSON_VERSION = 1
+JSON_VERSION = 2
 
 
 def display_path(path: Path, base: Path | None = None) -> str:
@@ -123,6 +123,8 @@ def format_diagnostic(diagnostic: Diagnostic) -> str:
     lines += _excerpt(diagnostic.location)
     for related in diagnostic.related:
         lines.append(f"   note: {position(related.location)}: {related.message}")
+    for fix in diagnostic.quick_fixes:
+        lines += [f"   fix: {fix.title}", *_edit_lines(fix.edits)]
     for trial in diagnostic.fixes:
         lines += _proven_fix(trial)
     if diagnostic.hint:
@@ -134,9 +136,14 @@ def format_diagnostic(diagnostic: Diagnostic) -> str:
 
 def _proven_fix(trial: FixTrial) -> list[str]:
     """A fix onnxlens tried, and the edits it is made of."""
-    lines = [f"   fix: {trial.candidate.title}; tried: the model then exports and ONNX Runtime "
-             f"matches PyTorch ({trial.seconds:.1f} s)"]
-    for edit in trial.candidate.edits:
+    return [f"   fix: {trial.candidate.title}; tried: the model then exports and ONNX Runtime "
+            f"matches PyTorch ({trial.seconds:.1f} s)", *_edit_lines(trial.candidate.edits)]
+
+
+def _edit_lines(edits: tuple[FixEdit, ...]) -> list[str]:
+    """Each edit of a fix: where, and what it does there."""
+    lines = []
+    for edit in edits:
         text = " ".join(part.strip() for part in split_lines(edit.text) if part.strip())
         change = "remove" if not text else f"insert `{text}`" \
             if edit.range.start == edit.range.end else f"replace with `{text}`"
@@ -207,11 +214,6 @@ def _jsonable(value: Any) -> Any:
 
 
 def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
-    data = dict(diagnostic.data)
-    for key in ("fix", "static_fix", "check_fix"):  # the edits of quick fixes
-        if key in data:
-            fix = data[key]
-            data[key] = {**fix, **_located_json(Path(fix["path"]), fix["range"])}
     return {
         "rule": diagnostic.rule,
         "severity": Severity(diagnostic.severity).value,
@@ -224,16 +226,21 @@ def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
         "hint": diagnostic.hint,
         "count": diagnostic.count,
         "url": RULES[diagnostic.rule].doc_link,
-        "data": _jsonable(data),
+        "data": _jsonable(diagnostic.data),
+        "quick_fixes": [{"title": fix.title, "edits": _edits_json(fix.edits)}
+                        for fix in diagnostic.quick_fixes],
         "fixes": [{**_candidate_json(trial.candidate), "seconds": round(trial.seconds, 1)}
                   for trial in diagnostic.fixes],
     }
 
 
+def _edits_json(edits: tuple[FixEdit, ...]) -> list[dict[str, Any]]:
+    return [{**_located_json(edit.path, edit.range), "text": edit.text} for edit in edits]
+
+
 def _candidate_json(candidate: FixCandidate) -> dict[str, Any]:
     return {"key": candidate.key, "title": candidate.title, "source": candidate.source,
-            "edits": [{**_located_json(edit.path, edit.range), "text": edit.text}
-                      for edit in candidate.edits]}
+            "edits": _edits_json(candidate.edits)}
 
 
 def result_json(result: CheckResult, diagnostics: list[Diagnostic]) -> dict[str, Any]:

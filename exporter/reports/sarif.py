@@ -170,13 +170,12 @@ def _result(diagnostic: Diagnostic, artifacts: Artifacts,
 
 
 def _fixes(diagnostic: Diagnostic, artifacts: Artifacts) -> list[sarif.Fix] | None:
-    """Every quick fix's edit the editor offers (``data["fix"]``: ONNX60x's rewrites;
-    ``data["check_fix"]``: marking an export call's function so that it is checked) and
-    every fix onnxlens tried and found working (docs/fixes.md), as SARIF ``fixes``; none in
-    a notebook, whose cell text is a JSON string: no faithful text replacement."""
+    """Every quick fix the editor offers (ONNX60x's rewrites, marking an export call's
+    function so that it is checked) and every fix onnxlens tried and found working
+    (docs/fixes.md), as SARIF ``fixes``; none in a notebook, whose cell text is a JSON
+    string: no faithful text replacement."""
     edits: list[tuple[str, list[FixEdit]]] = [
-        (fix["title"], [FixEdit(Path(fix["path"]), fix["range"], fix["text"])])
-        for fix in (diagnostic.data.get(key) for key in ("fix", "check_fix")) if fix]
+        (fix.title, list(fix.edits)) for fix in diagnostic.quick_fixes]
     edits += [(f"{trial.candidate.title} (tried by onnxlens: the model then exports and "
                "matches ONNX Runtime)", list(trial.candidate.edits))
               for trial in diagnostic.fixes]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range, Related
-from exporter.findings.fixes import FixCandidate, FixEdit, FixTrial
+from exporter.findings.fixes import FixCandidate, FixEdit, FixTrial, QuickFix
 from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
 from exporter.findings.rules import Severity
 
@@ -64,6 +64,8 @@ def diagnostic_to_data(diagnostic: Diagnostic) -> dict[str, Any]:
         "hint": diagnostic.hint,
         "count": diagnostic.count,
         "data": _jsonable(diagnostic.data),
+        "quick_fixes": [{"title": fix.title, "edits": edits_to_data(fix.edits)}
+                        for fix in diagnostic.quick_fixes],
         "fixes": [trial_to_data(trial) for trial in diagnostic.fixes],
     }
 
@@ -75,15 +77,26 @@ def diagnostic_from_data(data: dict[str, Any]) -> Diagnostic:
         related=tuple(Related(_location_from_data(r["location"]), r["message"])
                       for r in data["related"]),
         hint=data["hint"], count=data["count"], data=_from_jsonable(data["data"]),
+        quick_fixes=tuple(QuickFix(fix["title"], edits_from_data(fix["edits"]))
+                          for fix in data["quick_fixes"]),
         fixes=tuple(trial_from_data(trial) for trial in data["fixes"]),
     )
+
+
+def edits_to_data(edits: tuple[FixEdit, ...]) -> list[dict[str, Any]]:
+    return [{"path": str(edit.path), "range": range_to_data(edit.range), "text": edit.text}
+            for edit in edits]
+
+
+def edits_from_data(data: list[dict[str, Any]]) -> tuple[FixEdit, ...]:
+    return tuple(FixEdit(Path(edit["path"]), range_from_data(edit["range"]), edit["text"])
+                 for edit in data)
 
 
 def candidate_to_data(candidate: FixCandidate) -> dict[str, Any]:
     return {
         "key": candidate.key, "title": candidate.title, "source": candidate.source,
-        "edits": [{"path": str(edit.path), "range": range_to_data(edit.range),
-                   "text": edit.text} for edit in candidate.edits],
+        "edits": edits_to_data(candidate.edits),
         "answers": None if candidate.answers is None
         else [candidate.answers[0], range_to_data(candidate.answers[1])],
     }
@@ -92,9 +105,7 @@ def candidate_to_data(candidate: FixCandidate) -> dict[str, Any]:
 def candidate_from_data(data: dict[str, Any]) -> FixCandidate:
     answers = data["answers"]
     return FixCandidate(
-        data["key"], data["title"], data["source"],
-        tuple(FixEdit(Path(edit["path"]), range_from_data(edit["range"]), edit["text"])
-              for edit in data["edits"]),
+        data["key"], data["title"], data["source"], edits_from_data(data["edits"]),
         None if answers is None else (answers[0], range_from_data(answers[1])))
 
 

@@ -13,11 +13,12 @@ converted down; the deprecated TorchScript-era arguments are not passed on at al
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range
+from exporter.findings.fixes import FixEdit, QuickFix
 from exporter.source.text import node_range
 
 EXPORT_FUNCTION = "torch.onnx.export"
@@ -182,7 +183,7 @@ def legacy_argument_diagnostics(tree: ast.Module, calls: list[ExportCall],
                                 lines: list[str]) -> list[Diagnostic]:
     """ONNX601-ONNX604 for every call (docs/rules/ONNX60*.md). Each carries, when the call is
     in a function without parameters and without a pragma, the edit that marks the function
-    so that its calls are checked (``data.check_fix``)."""
+    so that its calls are checked (a second quick fix)."""
     found: list[Diagnostic] = []
     for call in calls:
         dynamo = call.literal("dynamo", True)
@@ -192,16 +193,15 @@ def legacy_argument_diagnostics(tree: ast.Module, calls: list[ExportCall],
             continue  # decided at run time: which exporter runs is not known here
         else:
             own = _dynamic_axes(tree, call) + _opset(call) + _ignored(call)
-        check_fix = _check_this_call(tree, call, lines)
-        if check_fix is not None:
-            for diagnostic in own:
-                diagnostic.data["check_fix"] = check_fix
+        check_this_call = _check_this_call(tree, call, lines)
+        if check_this_call is not None:
+            own = [replace(d, quick_fixes=(*d.quick_fixes, check_this_call)) for d in own]
         found += own
     return found
 
 
 def _check_this_call(tree: ast.Module, call: ExportCall,
-                     lines: list[str]) -> dict[str, Any] | None:
+                     lines: list[str]) -> QuickFix | None:
     """The edit that puts ``# onnx-export:`` above the call's function (docs/export-calls.md)."""
     function = next((node for node in tree.body if isinstance(node, ast.FunctionDef)
                      and node.name == call.enclosing_function), None)
@@ -214,17 +214,17 @@ def _check_this_call(tree: ast.Module, call: ExportCall,
     if above.startswith("#") and above[1:].strip().startswith("onnx-export"):
         return None  # already marked: its calls are targets
     indent = lines[first - 1][:len(lines[first - 1]) - len(lines[first - 1].lstrip())]
-    return {"title": f"Check this call: mark `{function.name}` with `# onnx-export:`",
-            "path": str(call.path), "range": Range.of(first, 1, first, 1),
-            "text": f"{indent}# onnx-export:\n"}
+    return QuickFix(f"Check this call: mark `{function.name}` with `# onnx-export:`",
+                    (FixEdit(call.path, Range.of(first, 1, first, 1),
+                             f"{indent}# onnx-export:\n"),))
 
 
 def _here(call: ExportCall, argument: Argument) -> Location:
     return Location(call.path, argument.range)
 
 
-def _removal_fix(call: ExportCall, argument: Argument, title: str) -> dict[str, Any]:
-    return {"title": title, "path": str(call.path), "range": argument.removal, "text": ""}
+def _removal(call: ExportCall, argument: Argument, title: str) -> tuple[QuickFix]:
+    return (QuickFix(title, (FixEdit(call.path, argument.removal, ""),)),)
 
 
 def _torchscript(call: ExportCall) -> Diagnostic:
@@ -234,8 +234,8 @@ def _torchscript(call: ExportCall) -> Diagnostic:
         "(the torch.export-based exporter is the default); what this call exports is not what "
         "`torch.onnx.export` does by default, and onnxlens checks only the default exporter.",
         _here(call, argument), target="",
-        data={"fix": _removal_fix(call, argument, "Remove `dynamo=False` (use the "
-                                                  "torch.export-based exporter)")})
+        quick_fixes=_removal(call, argument, "Remove `dynamo=False` (use the "
+                                             "torch.export-based exporter)"))
 
 
 def _dynamic_axes(tree: ast.Module, call: ExportCall) -> list[Diagnostic]:
@@ -246,20 +246,18 @@ def _dynamic_axes(tree: ast.Module, call: ExportCall) -> list[Diagnostic]:
         return [Diagnostic(
             "ONNX604", "`dynamic_axes` is ignored: `dynamic_shapes` is given, and the "
             "torch.export-based exporter uses only that.", _here(call, argument), target="",
-            data={"fix": _removal_fix(call, argument, "Remove the ignored `dynamic_axes`")})]
-    data: dict[str, Any] = {}
+            quick_fixes=_removal(call, argument, "Remove the ignored `dynamic_axes`"))]
     rewrite = dynamic_shapes_for(tree, call)
-    if rewrite is not None:
-        data["fix"] = {"title": "Replace `dynamic_axes` with the equivalent `dynamic_shapes`",
-                       "path": str(call.path), "range": argument.range,
-                       "text": f"dynamic_shapes={rewrite}"}
+    rewrites = () if rewrite is None else (QuickFix(
+        "Replace `dynamic_axes` with the equivalent `dynamic_shapes`",
+        (FixEdit(call.path, argument.range, f"dynamic_shapes={rewrite}"),)),)
     return [Diagnostic(
         "ONNX602", "`dynamic_axes` is converted to `dynamic_shapes` with `Dim.DYNAMIC` for "
         "each listed axis: torch.export may then specialize an axis to the example's size or "
         "stop with `Constraints violated`, and output entries are dropped. Give "
         "`dynamic_shapes`, keyed by `forward`'s parameter names"
         + (f": `{rewrite}`." if rewrite else "."),
-        _here(call, argument), target="", data=data)]
+        _here(call, argument), target="", quick_fixes=rewrites)]
 
 
 def _opset(call: ExportCall) -> list[Diagnostic]:
@@ -283,7 +281,7 @@ def _ignored(call: ExportCall) -> list[Diagnostic]:
             found.append(Diagnostic(
                 "ONNX604", f"`{name}` is ignored by the torch.export-based exporter "
                 f"(deprecated since torch 2.6): {instead}.", _here(call, argument), target="",
-                data={"fix": _removal_fix(call, argument, f"Remove the ignored `{name}`")}))
+                quick_fixes=_removal(call, argument, f"Remove the ignored `{name}`")))
     has_file = len(call.positional) >= 3 or "f" in call.keywords
     for name in ONLY_WITH_FILE:
         argument = call.keywords.get(name)
@@ -291,7 +289,7 @@ def _ignored(call: ExportCall) -> list[Diagnostic]:
             found.append(Diagnostic(
                 "ONNX604", f"`{name}` is ignored: it applies only when the model is saved to "
                 "`f`, and this call gives no file.", _here(call, argument), target="",
-                data={"fix": _removal_fix(call, argument, f"Remove the ignored `{name}`")}))
+                quick_fixes=_removal(call, argument, f"Remove the ignored `{name}`")))
     return found
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from lsprotocol import types
@@ -201,3 +202,45 @@ async def test_a_notebook_whose_kernel_is_not_python_gets_only_why(tmp_path):
         assert found[0].message.startswith("The notebook is not checked: its kernel's "
                                            "language is R (`metadata.kernelspec.language`)")
         assert await diagnostics_for(client, _cell_uri(notebook, 2)) == []
+
+
+def test_a_cells_quick_fixes_edit_the_cell_at_its_own_lines():
+    """A legacy argument in the third cell: its quick fixes (the removal, "Check this call")
+    become code actions on the cell's document at the cell's lines; a fix that would edit
+    another cell is dropped (lsp_server/notebooks.py, lsp_server/features.py)."""
+    from exporter.findings.fixes import FixEdit, QuickFix
+    from exporter.findings.positions import Range
+    from exporter.source.edits import apply_edits
+    from exporter.source.notebooks import module_of_cells
+    from exporter.source.targets import discover
+    from lsp_server.client_support import ClientSupport
+    from lsp_server.convert import PositionConverter, to_lsp
+    from lsp_server.features import code_actions
+    from lsp_server.notebooks import NotebookView
+
+    path = Path("/nb/export.ipynb")
+    cells = [(1, "import torch\n"), (2, "model = torch.nn.Linear(2, 2)\nx = torch.randn(1, 2)\n"),
+             (4, "def export():\n    torch.onnx.export(model, (x,), 'm.onnx',"
+                 " do_constant_folding=True)\n")]
+    module = module_of_cells(cells)
+    view = NotebookView(path, module, {n: f"cell:{n}" for n, _ in cells})
+    (finding,) = discover(path, module.text, module).diagnostics
+    assert finding.rule == "ONNX604"
+    elsewhere = QuickFix("Edit another cell", (FixEdit(path, Range.of(1, 1, 1, 1), "#\n"),))
+    finding = replace(finding, quick_fixes=(*finding.quick_fixes, elsewhere))
+    cell = module.cells[2]
+    shown = to_lsp(view._fixes_in_cell(finding, cell), ClientSupport(),
+                   PositionConverter("utf-16", lambda _: tuple(module.text.splitlines())))
+    positions = view.cell_positions(cell, PositionConverter("utf-16", lambda _: ()))
+    actions = code_actions("cell:4", [shown], {}, list(cell.lines), positions, path)
+    assert [a.title for a in actions] == [
+        "Remove the ignored `do_constant_folding`",
+        "Check this call: mark `export` with `# onnx-export:`"]
+    text = cells[2][1]
+    removed, marked = ([*a.edit.changes["cell:4"]] for a in actions[:2])
+    assert apply_edits(text, [FixEdit(path, Range.of(e.range.start.line + 1,
+                                                     e.range.start.character + 1,
+                                                     e.range.end.line + 1,
+                                                     e.range.end.character + 1), e.new_text)
+                              for e in removed]) == text.replace(", do_constant_folding=True", "")
+    assert marked[0].range.start.line == 0 and marked[0].new_text == "# onnx-export:\n"

@@ -38,7 +38,7 @@ def test_json_output_shape(in_fixtures, capsys):
     status = main(["check", "helper_module", "clean/factory.py", "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert status == 1
-    assert report["version"] == 1
+    assert report["version"] == 2
     assert {t["name"]: t["ok"] for t in report["targets"]} == {"UsesHelper": False,
                                                                "scaled": True}
     (diagnostic,) = report["diagnostics"]

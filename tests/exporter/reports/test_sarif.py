@@ -236,19 +236,19 @@ def test_a_tool_failure_is_an_unsuccessful_invocation_with_a_notification(rule, 
 
 
 def test_every_quick_fix_of_a_finding_is_a_sarif_fix(tmp_path):
-    """A legacy argument's rewrite (``data.fix``) and the edit that marks the call's function
-    to be checked (``data.check_fix``): SARIF dropped the second, which the editor offers."""
+    """A legacy argument's rewrite and the edit that marks the call's function to be checked:
+    SARIF dropped the second, which the editor offers."""
     from exporter.source.targets import discover
 
     path = tmp_path / "script.py"
     path.write_text("import torch\n\n\ndef export():\n    torch.onnx.export(model, (x,), 'm.onnx',"
                     " do_constant_folding=True)\n")
     (finding,) = discover(path, path.read_text()).diagnostics
-    assert set(finding.data) >= {"fix", "check_fix"}
+    assert len(finding.quick_fixes) == 2
     log = sarif_dict(CheckResult(files=[path], file_diagnostics=[finding]), tmp_path)
     (result,) = log["runs"][0]["results"]
     assert [fix["description"]["text"] for fix in result["fixes"]] == [
-        finding.data["fix"]["title"], "Check this call: mark `export` with `# onnx-export:`"]
+        finding.quick_fixes[0].title, "Check this call: mark `export` with `# onnx-export:`"]
     marking = result["fixes"][1]["artifactChanges"][0]["replacements"][0]
     assert marking["deletedRegion"]["startLine"] == 4
     assert marking["insertedContent"]["text"] == "# onnx-export:\n"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.findings.diagnostics import Range
+from exporter.findings.fixes import QuickFix
+from exporter.source.edits import apply_edits
 from exporter.source.export_calls import TORCHLIB_OPSET, dynamic_shapes_for, export_calls
 from exporter.source.targets import discover
 from exporter.source.text import split_lines
@@ -55,13 +56,8 @@ def _findings(source: str) -> list[tuple[str, int, int, int, int]]:
              d.location.range.end.line, d.location.range.end.column) for d in found]
 
 
-def _apply(source: str, fix: dict) -> str:
-    lines = split_lines(source)
-    rng: Range = fix["range"]
-    first = lines[rng.start.line - 1][:rng.start.column - 1]
-    before = "\n".join([*lines[:rng.start.line - 1], first])
-    after = lines[rng.end.line - 1][rng.end.column - 1:]
-    return before + fix["text"] + "\n".join([after, *lines[rng.end.line:]]) + "\n"
+def _apply(source: str, fix: QuickFix) -> str:
+    return apply_edits(source, fix.edits)
 
 
 def test_each_legacy_argument_is_flagged_where_it_is_written():
@@ -83,7 +79,7 @@ def test_dynamo_false_is_the_one_finding_and_its_fix_removes_only_it():
                                                          "dynamo=False,")
     [finding] = discover(Path("s.py"), source).diagnostics
     assert finding.rule == "ONNX601"  # the TorchScript exporter honours the rest
-    fixed = _apply(source, finding.data["fix"])
+    fixed = _apply(source, finding.quick_fixes[0])
     assert fixed == source.replace(",\n        dynamo=False,", ",")
     assert "dynamo" not in fixed
     ast.parse(fixed)
@@ -92,8 +88,11 @@ def test_dynamo_false_is_the_one_finding_and_its_fix_removes_only_it():
 def test_the_fixes_give_code_that_parses_and_says_the_same():
     source = LEGACY
     for finding in discover(Path("s.py"), source).diagnostics:
-        if "fix" in finding.data:
-            fixed = _apply(source, finding.data["fix"])
+        # the last quick fix marks the call's function (tested below); before it, the rewrite
+        *rewrites, marking = finding.quick_fixes
+        assert marking.title.startswith("Check this call")
+        for rewrite in rewrites:
+            fixed = _apply(source, rewrite)
             tree = ast.parse(fixed)
             [call] = export_calls(Path("s.py"), tree, split_lines(fixed))
             if finding.rule == "ONNX602":
@@ -188,10 +187,11 @@ def test_the_torchlib_opset_is_the_installed_torchs():
 
 def test_check_this_call_marks_the_function_once():
     finding = discover(Path("s.py"), LEGACY).diagnostics[0]
-    check = finding.data["check_fix"]
-    assert check["title"] == "Check this call: mark `export` with `# onnx-export:`"
+    check = finding.quick_fixes[-1]
+    assert check.title == "Check this call: mark `export` with `# onnx-export:`"
     marked = _apply(LEGACY, check)
     assert "\n# onnx-export:\ndef export():\n" in marked
     after = discover(Path("s.py"), marked)
     assert [t.name for t in after.targets] == ["export@19"]  # the call is now a target
-    assert all("check_fix" not in d.data for d in after.diagnostics)
+    assert all(not fix.title.startswith("Check this call") for d in after.diagnostics
+               for fix in d.quick_fixes)
