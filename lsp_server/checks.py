@@ -183,32 +183,109 @@ class Checker:
     # -- one check -----------------------------------------------------------------------
 
     async def _check(self, uri: str, version: int | None, text: str, opened: bool) -> None:
+        """Check one version of a document: publish what its text shows at once, else run its
+        targets (what they find early is published meanwhile), publish the verdict, then try
+        the fixes its failures proposed."""
         host = self.host
         path = path_of(uri)
         state = self.state(uri)
         await host.settings_loaded.wait()
-        if host.is_excluded(path):  # `exclude`: never checked, nothing shown
-            self._publish(uri, version, CheckResult(files=[path]))
+        found = await self._discover(uri, version, text, path)
+        if found is None:
             return
+        self._set_checking(state, True)
+        host.refresh_code_lens()
+        results = await self._run_targets(uri, version, text, found, opened)
+        if state.requested_version != version:
+            return  # a newer request superseded this one
+        result = CheckResult(targets=list(results), file_diagnostics=list(found.diagnostics),
+                             files=[path])
+        self._publish(uri, version, self._with_suppressions(result, found.targets, text))
+        host.check_ended(uri)
+        await self._try_fixes(uri, version, text, found, list(results), opened)
+
+    async def _discover(self, uri: str, version: int | None, text: str,
+                        path: Path) -> Discovery | None:
+        """The document's targets; None when there is nothing to run, after publishing what
+        the file alone shows (excluded: nothing; undecodable; no target: its own findings)."""
+        if self.host.is_excluded(path):  # `exclude`: never checked, nothing shown
+            self._publish(uri, version, CheckResult(files=[path]))
+            return None
         problem = decoding_problem(path)
         if problem is not None:
             self._publish(uri, version, CheckResult(file_diagnostics=[problem], files=[path]))
-            return
-        # once per version, in a thread
-        found = await host.discovery.discovered(uri, version, text)
+            return None
+        found = await self.host.discovery.discovered(uri, version, text)  # once per version
         if not found.targets:
             self._publish(uri, version, CheckResult(file_diagnostics=found.diagnostics,
                                                     files=[path]))
-            return
-        state.checking = True
-        host.notify_state()
-        host.refresh_code_lens()
+            return None
+        return found
+
+    def _set_checking(self, state: DocumentState, checking: bool) -> None:
+        state.checking = checking
+        self.host.notify_state()
+
+    async def _run_targets(self, uri: str, version: int | None, text: str, found: Discovery,
+                           opened: bool) -> list[TargetResult]:
+        """Every target's result, under the document's progress (an open document's: a file
+        nobody opened is checked in the background, under the workspace check's progress);
+        the document is no longer checking when it returns or is cancelled."""
+        host = self.host
+        state = self.state(uri)
+        # Queued before anything is awaited: a folder opened at once is queued whole before
+        # the first check is chosen (lsp_server/admission.py), also while the client answers
+        # the progress requests below.
+        found_early = self._early_publisher(uri, version, text, found)
+        gathered = asyncio.gather(*(self._run_target(uri, text, target, found_early, opened)
+                                    for target in found.targets))
+        # cancelled before it was awaited, it ends with an error nobody reads: not a problem
+        gathered.add_done_callback(lambda done: done.cancelled() or done.exception())
+        progress: Progress | None = None
+        try:
+            progress = await self._begin_progress(uri, found, gathered)
+            results = list(await gathered)
+        except asyncio.CancelledError:
+            gathered.cancel()
+            if progress:
+                self._progress.pop(uri, None)
+                host.progress_reporter.end(progress, "Cancelled")
+            self._set_checking(state, False)
+            if self.tasks.get(uri) is asyncio.current_task():
+                host.refresh_code_lens()
+            raise
+        self._set_checking(state, False)
+        if progress:
+            self._progress.pop(uri, None)
+            problems = sum(len(r.diagnostics) for r in results) + len(found.diagnostics)
+            host.progress_reporter.end(progress, f"{problems} problem(s)")
+        return results
+
+    async def _begin_progress(self, uri: str, found: Discovery,
+                              gathered: asyncio.Future[Any]) -> Progress | None:
+        """An open document's progress (its message changes only while it waits in the
+        queue); the user cancelling it cancels ``gathered``."""
+        if not self.host.is_open(uri):
+            return None
+        progress = await self.host.progress_reporter.begin(
+            f"Checking {path_of(uri).name}", f"{len(found.targets)} export target(s)")
+        if progress:
+            self._progress[uri] = (progress, "checking")
+            self._queue_changed()
+            if progress.cancelled is not None:
+                progress.cancelled.add_done_callback(lambda _: gathered.cancel())
+        return progress
+
+    def _early_publisher(self, uri: str, version: int | None, text: str,
+                         found: Discovery) -> Callable[[Target, dict[str, Any]], None]:
+        """What capture or translate found, shown while the check goes on; never for a
+        request a newer one superseded."""
+        state = self.state(uri)
         current = asyncio.current_task()
         early: dict[str, TargetResult] = {}
+        path = path_of(uri)
 
         def found_early(target: Target, data: dict[str, Any]) -> None:
-            """What capture or translate found, shown while the check goes on; never for a
-            request a newer one superseded."""
             if state.requested_version != version or self.tasks.get(uri) is not current:
                 return
             (early[target.name],) = result_from_data(data).targets
@@ -217,49 +294,7 @@ class Checker:
                             file_diagnostics=list(found.diagnostics), files=[path]),
                 found.targets, text), final=False)
 
-        # Queued before anything is awaited: a folder opened at once is queued whole before
-        # the first check is chosen (lsp_server/admission.py), also while the client answers
-        # the progress requests below.
-        gathered = asyncio.gather(*(self._run_target(uri, text, target, found_early, opened)
-                                    for target in found.targets))
-        # cancelled before it was awaited, it ends with an error nobody reads: not a problem
-        gathered.add_done_callback(lambda done: done.cancelled() or done.exception())
-        progress: Progress | None = None
-        try:
-            # a file nobody opened is checked in the background (workspace-wide mode),
-            # without a progress of its own: the workspace check has one
-            if host.is_open(uri):
-                progress = await host.progress_reporter.begin(f"Checking {path.name}",
-                                                     f"{len(found.targets)} export target(s)")
-            if progress:  # its message changes only while it waits in the queue
-                self._progress[uri] = (progress, "checking")
-                self._queue_changed()
-                if progress.cancelled is not None:
-                    progress.cancelled.add_done_callback(lambda _: gathered.cancel())
-            results = await gathered
-        except asyncio.CancelledError:
-            gathered.cancel()
-            if progress:
-                self._progress.pop(uri, None)
-                host.progress_reporter.end(progress, "Cancelled")
-            state.checking = False
-            host.notify_state()
-            if self.tasks.get(uri) is asyncio.current_task():
-                host.refresh_code_lens()
-            raise
-        state.checking = False
-        host.notify_state()
-        if progress:
-            self._progress.pop(uri, None)
-            problems = sum(len(r.diagnostics) for r in results) + len(found.diagnostics)
-            host.progress_reporter.end(progress, f"{problems} problem(s)")
-        if state.requested_version != version:
-            return  # a newer request superseded this one
-        result = CheckResult(targets=list(results), file_diagnostics=list(found.diagnostics),
-                             files=[path])
-        self._publish(uri, version, self._with_suppressions(result, found.targets, text))
-        host.check_ended(uri)
-        await self._try_fixes(uri, version, text, found, list(results), opened)
+        return found_early
 
     def _with_suppressions(self, result: CheckResult, targets: list[Target],
                            text: str) -> CheckResult:
