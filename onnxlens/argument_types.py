@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from typing import Any
 
+from exporter.config.schema import Setting
 from exporter.findings.rules import RULES
 
 
@@ -18,16 +20,25 @@ def rule_list(text: str) -> list[str]:
     return items
 
 
-def seconds(text: str) -> float:
-    return float(_number(text, float, "a number of seconds", "timeoutSeconds"))  # nan, inf too
+def setting_reader(setting: Setting) -> Callable[[str], Any]:
+    """The ``type=`` of a setting's flag: its text read as the setting's kind, then checked
+    by the settings schema (bounds; nan and inf are refused there)."""
+    readers: dict[str, Callable[[str], Any]] = {
+        "rules": rule_list, "globs": glob_list, "severities": severity_list}
+    if setting.kind in readers:
+        return readers[setting.kind]
+    kind: type = int if setting.kind == "int" else float
+    what = f"{'a whole number' if kind is int else 'a number'} of {unit_of(setting)}"
+
+    def read(text: str) -> Any:
+        return kind(_number(text, kind, what, setting.lsp))
+
+    return read
 
 
-def fix_budget(text: str) -> float:
-    return float(_number(text, float, "a number of seconds", "fixBudgetSeconds"))
-
-
-def megabytes(text: str) -> int:
-    return int(_number(text, int, "a whole number of megabytes", "memoryLimitMB"))
+def unit_of(setting: Setting) -> str:
+    """What a number setting counts, from its name (timeoutSeconds, memoryLimitMB)."""
+    return "megabytes" if setting.lsp.endswith("MB") else "seconds"
 
 
 def _number(text: str, kind: type, what: str, setting: str) -> Any:

@@ -16,16 +16,7 @@ from typing import Any
 
 from exporter import __version__
 from exporter.findings.rules import RULES
-from onnxlens.argument_types import (
-    category,
-    fix_budget,
-    glob_list,
-    job_count,
-    rule_list,
-    severity_list,
-    shard,
-    size,
-)
+from onnxlens.argument_types import category, job_count, shard, size
 from onnxlens.check import check_command
 from onnxlens.graph import graph_command
 from onnxlens.messages import (
@@ -36,7 +27,7 @@ from onnxlens.messages import (
     UsageError,
     missing_package,
 )
-from onnxlens.options import add_limits
+from onnxlens.options import LIMITS, add_setting_flags
 from onnxlens.save_and_run import run_command, save_command
 
 
@@ -88,6 +79,17 @@ def _parser() -> argparse.ArgumentParser:
                         "says which capabilities work)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_check(commands)
+    _add_save(commands)
+    _add_run(commands)
+    _add_graph(commands)
+    _add_rule(commands)
+    _add_toolchain(commands)
+    _add_lsp(commands)
+    return parser
+
+
+def _add_check(commands: Any) -> None:
     check = _command(commands, "check", "check every export target in files and directories",
                      "Check every target in the files and directories given (*.py and "
                      "Jupyter notebooks), each in a process of its own, and report every "
@@ -103,31 +105,13 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--sarif-file", type=Path, metavar="FILE",
                        help="also write the SARIF log here, whatever the --format (as "
                        "pytest's --junitxml): one check for CI annotations and code scanning")
-    check.add_argument("--select", type=rule_list, metavar="IDS",
-                       help="only these rule ids or prefixes, comma-separated (ONNX2: every "
-                       "translate rule); selects the rules that are off by default too")
-    check.add_argument("--ignore", type=rule_list, metavar="IDS",
-                       help="leave out these rule ids or prefixes, comma-separated")
-    check.add_argument("--severity", type=severity_list, metavar="ID=LEVEL,...",
-                       help="a rule's severity (error, warning or info), e.g. ONNX106=info; "
-                       "over `severity` in [tool.onnxlens]")
-    check.add_argument("--exclude", type=glob_list, metavar="GLOBS",
-                       help="comma-separated globs of files and directories never checked "
-                       "(replaces the defaults: hidden directories, venv, build, dist, "
-                       "node_modules, ...)")
-    check.add_argument("--extend-exclude", type=glob_list, metavar="GLOBS",
-                       help="globs excluded beside the defaults (and `exclude`)")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (as "
                        "ruff's; the pre-commit hooks pass it, since pre-commit names every "
                        "changed file)")
     check.add_argument("--root", type=Path, help="workspace root (default: nearest directory "
                        "with pyproject.toml or .git)")
-    add_limits(check, "checking a target")
-    check.add_argument("--fix-budget", type=fix_budget, default=None, metavar="SECONDS",
-                       help="after a target fails, try the fixes that apply to its failure "
-                       "for up to this long and show those that worked (default 120, or "
-                       "`fix-budget` in [tool.onnxlens]; 0 = none tried; docs/fixes.md)")
+    add_setting_flags(check, "checking a target")  # --select, --timeout, ... (the schema's)
     check.add_argument("--jobs", "-j", type=job_count, default=None, metavar="N",
                        help="check N targets at once, each in its own process (default: the "
                        "number of CPU cores)")
@@ -146,6 +130,8 @@ def _parser() -> argparse.ArgumentParser:
                        "in every format, exit 0)")
     check.set_defaults(handler=check_command)
 
+
+def _add_save(commands: Any) -> None:
     save = _command(commands, "save", "export a target and save the .onnx file",
                     "Check one target and save the model that was checked, atomically.")
     save.add_argument("target", metavar="FILE::TARGET", help="the target to export")
@@ -161,9 +147,11 @@ def _parser() -> argparse.ArgumentParser:
                       "name this machine's absolute paths) and any metadata naming such a "
                       "path: for a model that will ship (docs/graph.md)")
     _root(save)
-    add_limits(save, "the export")
+    add_setting_flags(save, "the export", only=LIMITS)
     save.set_defaults(handler=save_command)
 
+
+def _add_run(commands: Any) -> None:
     run = _command(commands, "run", "run a target in ONNX Runtime and compare with PyTorch",
                    "Export one target (or take a saved model), run it in ONNX Runtime on "
                    "its example inputs, compare the outputs with PyTorch's and time it.")
@@ -175,9 +163,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--format", choices=("text", "json"), default="text",
                      help="the report's format (default text)")
     _root(run)
-    add_limits(run, "the export and run")
+    add_setting_flags(run, "the export and run", only=LIMITS)
     run.set_defaults(handler=run_command)
 
+
+def _add_graph(commands: Any) -> None:
     graph = _command(commands, "graph", "show the checked graph in Model Explorer, its "
                      "problems marked", "Check one target and show its ONNX graph in Google's "
                      "Model Explorer, the failing node selected and each node linked to its "
@@ -194,9 +184,11 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=("text", "json"), default="text",
                        help="json: the files, the node to select and every node's source line")
     _root(graph)
-    add_limits(graph, "the export")
+    add_setting_flags(graph, "the export", only=LIMITS)
     graph.set_defaults(handler=graph_command)
 
+
+def _add_rule(commands: Any) -> None:
     rule = _command(commands, "rule", "print a rule's page (as `ruff rule`)",
                     "Print a rule's documentation page, or list every rule.")
     rule.add_argument("rule_id", nargs="?", metavar="ID", help="a rule id, e.g. ONNX201")
@@ -204,18 +196,21 @@ def _parser() -> argparse.ArgumentParser:
                       help="list every rule: name, default severity, on or off by default")
     rule.set_defaults(handler=_rule)
 
+
+def _add_toolchain(commands: Any) -> None:
     toolchain = _command(commands, "toolchain", "say which capabilities and speed patches "
                          "work with this torch", "Print the export toolchain's versions and "
                          "which of onnxlens's capabilities and speed patches are on with "
                          "this torch (it imports torch, in a process of its own: seconds).")
     toolchain.set_defaults(handler=_toolchain)
 
+
+def _add_lsp(commands: Any) -> None:
     lsp = _command(commands, "lsp", "start the language server (stdio, or --tcp)",
                    "Start the language server, for an editor (docs/editors.md).")
     lsp.add_argument("--tcp", metavar="HOST:PORT",
                      help="listen on this address instead of talking over stdio")
     lsp.set_defaults(handler=_lsp)
-    return parser
 
 
 def _command(commands: Any, name: str, summary: str,

@@ -11,7 +11,7 @@ from typing import Any
 from exporter.config.options import Options, apply_all, from_pyproject
 from exporter.config.pyproject import ProjectConfig
 from exporter.config.schema import BY_LSP, SETTINGS
-from onnxlens.argument_types import megabytes, seconds
+from onnxlens.argument_types import setting_reader, unit_of
 
 #: where the command line's default differs from the editor's: a CI run may take longer, and
 #: has no memory limit (it checks models as big as the plain exporter can — the corpus's
@@ -22,15 +22,24 @@ _COMMAND_LINE_DEFAULTS = {"timeoutSeconds": BY_LSP["timeoutSeconds"].cli_default
 _ADDED_TO_THE_PROJECTS = ("severity", "extendExclude")
 
 
-def add_limits(command: argparse.ArgumentParser, what: str) -> None:
-    """``--timeout`` and ``--memory-limit-mb``: the limits of each job process."""
-    command.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
-                         help=f"stop {what} after this long: ONNX901 (default "
-                         f"{_COMMAND_LINE_DEFAULTS['timeoutSeconds']:g}, or `timeout` in "
-                         "[tool.onnxlens]; 0 = no limit)")
-    command.add_argument("--memory-limit-mb", type=megabytes, default=None, metavar="MB",
-                         help=f"stop {what} when its process uses more memory: ONNX903 "
-                         "(default: `memory-limit-mb` in [tool.onnxlens], else no limit)")
+#: a flag's metavar by its setting's kind
+_METAVARS = {"rules": "IDS", "globs": "GLOBS", "severities": "ID=LEVEL,..."}
+#: the flags of a job's limits, which every command that runs a job takes
+LIMITS = ("timeoutSeconds", "memoryLimitMB")
+
+
+def add_setting_flags(command: argparse.ArgumentParser, what: str,
+                      only: tuple[str, ...] | None = None) -> None:
+    """The flags of the settings schema's settings that have one (``only``: these settings),
+    each read and checked as the schema says; ``what``: what a limit stops, for the help."""
+    for setting in SETTINGS:
+        if setting.cli is None or (only is not None and setting.lsp not in only):
+            continue
+        command.add_argument(
+            setting.cli, type=setting_reader(setting), default=None,
+            metavar=_METAVARS.get(setting.kind, unit_of(setting).upper().replace(
+                "MEGABYTES", "MB")),
+            help=setting.cli_help.format(what=what))
 
 
 def command_options(args: argparse.Namespace, config: ProjectConfig) -> Options:

@@ -2,9 +2,10 @@
 name (and VS Code's ``onnxlens.*`` name), its CLI flag, its type, bounds, default and meaning.
 
 The ``[tool.onnxlens]`` reader (``exporter/config/pyproject.py``) and the one options type
-(``exporter/config/options.py``, whose defaults are these) validate with it; tests check the CLI's
-flags, ``Options``, the table of docs/configuration.md and the extension's ``package.json``
-against it.
+(``exporter/config/options.py``, whose defaults are these) validate with it; the CLI's flags of
+settings are made from it (``onnxlens/options.py``, ``add_setting_flags``); tests check
+``Options``, the table of docs/configuration.md and the extension's ``package.json`` against
+it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Setting:
     pyproject: str | None = None  # the [tool.onnxlens] key; None: editor only
     cli: str | None = None  # the `onnxlens check` flag, if any
     cli_default: Any = None  # when the CLI's default differs (a CI run may take longer)
+    cli_help: str = ""  # the flag's help ({what}: what a job's limit stops)
     vscode: str | None = None  # when VS Code's name differs from ``lsp``
     minimum: float | None = None
     maximum: float | None = None
@@ -120,15 +122,19 @@ SETTINGS = (
             minimum=0, maximum=60_000),
     Setting("timeoutSeconds", "float", 60.0, "a check running longer is stopped (ONNX901); "
             "0 = no limit", pyproject="timeout", cli="--timeout", cli_default=300.0,
-            minimum=0, maximum=24 * 3600),
+            cli_help="stop {what} after this long: ONNX901 (default 300, or `timeout` in "
+            "[tool.onnxlens]; 0 = no limit)", minimum=0, maximum=24 * 3600),
     Setting("memoryLimitMB", "int", 4096, "a check using more is stopped (ONNX903)",
             pyproject="memory-limit-mb", cli="--memory-limit-mb", minimum=256,
-            cli_default="no limit",
+            cli_default="no limit", cli_help="stop {what} when its process uses more memory: "
+            "ONNX903 (default: `memory-limit-mb` in [tool.onnxlens], else no limit)",
             maximum=1024 * 1024),
     Setting("fixBudgetSeconds", "float", 120.0, "after a target fails, the time spent trying "
             "the fixes that apply to its failure (docs/fixes.md); only fixes that worked are "
             "shown; 0 = none tried", pyproject="fix-budget", cli="--fix-budget", minimum=0,
-            maximum=24 * 3600),
+            cli_help="after a target fails, try the fixes that apply to its failure for up "
+            "to this long and show those that worked (default 120, or `fix-budget` in "
+            "[tool.onnxlens]; 0 = none tried; docs/fixes.md)", maximum=24 * 3600),
     Setting("maxConcurrentChecks", "int", 0, "checks that run at once; the rest wait, the "
             "document in front of you first (0: the number of cores)", minimum=0, maximum=256),
     Setting("memoryBudgetMB", "int", 0, "a check starts only while the memory the running "
@@ -144,15 +150,24 @@ SETTINGS = (
     Setting("opset", "int", None, "ONNX opset version (unset: torch.onnx.export's)",
             pyproject="opset", minimum=7, nullable=True),
     Setting("select", "rules", [], "report only these rule ids or prefixes (empty: every "
-            "rule on by default)", pyproject="select", cli="--select"),
+            "rule on by default)", pyproject="select", cli="--select",
+            cli_help="only these rule ids or prefixes, comma-separated (ONNX2: every "
+            "translate rule); selects the rules that are off by default too"),
     Setting("ignore", "rules", [], "never report these rule ids or prefixes",
-            pyproject="ignore", cli="--ignore"),
+            pyproject="ignore", cli="--ignore",
+            cli_help="leave out these rule ids or prefixes, comma-separated"),
     Setting("severity", "severities", {}, 'a rule\'s severity, e.g. `{ ONNX106 = "info" }`',
-            pyproject="severity", cli="--severity"),
+            pyproject="severity", cli="--severity",
+            cli_help="a rule's severity (error, warning or info), e.g. ONNX106=info; over "
+            "`severity` in [tool.onnxlens]"),
     Setting("exclude", "globs", list(DEFAULT_EXCLUDE), "files and directories never checked "
-            "(globs; replaces the defaults)", pyproject="exclude", cli="--exclude"),
+            "(globs; replaces the defaults)", pyproject="exclude", cli="--exclude",
+            cli_help="comma-separated globs of files and directories never checked "
+            "(replaces the defaults: hidden directories, venv, build, dist, node_modules, "
+            "...)"),
     Setting("extendExclude", "globs", [], "more globs to exclude, beside the defaults",
-            pyproject="extend-exclude", cli="--extend-exclude"),
+            pyproject="extend-exclude", cli="--extend-exclude",
+            cli_help="globs excluded beside the defaults (and `exclude`)"),
     Setting("sarifOutputDirectory", "path", None, "write `onnxlens.sarif` there after each "
             "check (unset: nothing is written)", pyproject="sarif-output",
             vscode="sarif.outputDirectory", nullable=True),
