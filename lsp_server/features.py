@@ -194,30 +194,35 @@ def translation_stub_action(uri: str, diagnostic: types.Diagnostic, target: Targ
             f"    return op.Identity({first})  # TODO: the real computation\n\n\n")
     edits = []
     if not any(re.match(r"\s*from onnxscript import opset\d+ as op", line) for line in lines):
-        edits.append(_edit(uri, types.Range(start=types.Position(line=_import_line(lines),
-                                                                 character=0),
-                                            end=types.Position(line=_import_line(lines),
-                                                               character=0)),
+        at = types.Position(line=_import_line(lines), character=0)
+        edits.append(_edit(uri, types.Range(start=at, end=at),
                            "from onnxscript import opset18 as op\n"))
-    pragma = target.pragma
-    entry = f"{overload}: {function}"
-    table = target.options.get("custom_translation_table")
-    if table is not None and table.source.startswith("{") and table.source != "{}":
-        start = positions.range(target.path, table.range).start
-        after_brace = types.Position(line=start.line, character=start.character + 1)
-        edits.append(_edit(uri, types.Range(start=after_brace, end=after_brace), f"{entry}, "))
-    elif table is not None:
-        edits.append(_edit(uri, positions.range(target.path, table.range), f"{{{entry}}}"))
-    else:
-        end = positions.range(target.path, pragma).end
-        edits.append(_edit(uri, types.Range(start=end, end=end),
-                           f",\n#     custom_translation_table={{{entry}}}"))
-    insert_at = types.Position(line=pragma.start.line - 1, character=0)
+    edits.append(_table_entry(uri, target, f"{overload}: {function}", positions))
+    insert_at = types.Position(line=target.pragma.start.line - 1, character=0)
     edits.append(_edit(uri, types.Range(start=insert_at, end=insert_at), stub))
     return types.CodeAction(
         title=f"Add a custom ONNX translation stub for {data.get('operator', short)}",
         kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
         edit=types.WorkspaceEdit(changes={uri: edits}))
+
+
+def _table_entry(uri: str, target: Target, entry: str,
+                 positions: PositionConverter) -> types.TextEdit:
+    """``entry`` added to the pragma's ``custom_translation_table``: first in a dict literal,
+    beside the entries of another expression (``{**TABLE, entry}``: the user's table is
+    kept), or the key added to the pragma."""
+    table = target.options.get("custom_translation_table")
+    if table is not None and table.source.startswith("{") and table.source != "{}":
+        start = positions.range(target.path, table.range).start
+        after_brace = types.Position(line=start.line, character=start.character + 1)
+        return _edit(uri, types.Range(start=after_brace, end=after_brace), f"{entry}, ")
+    if table is not None:
+        kept = "" if table.source == "{}" else f"**{table.source}, "
+        return _edit(uri, positions.range(target.path, table.range), f"{{{kept}{entry}}}")
+    assert target.pragma is not None
+    end = positions.range(target.path, target.pragma).end
+    return _edit(uri, types.Range(start=end, end=end),
+                 f",\n#     custom_translation_table={{{entry}}}")
 
 
 def ignore_action(uri: str, diagnostic: types.Diagnostic, lines: list[str],

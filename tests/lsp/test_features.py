@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -326,3 +327,34 @@ async def test_legacy_export_arguments_are_flagged_and_fixed_one_after_the_other
         assert {(d.code, d.range.start.line) for d in found} >= {("ONNX203", 10)}  # the call
     finally:
         close_file(client, uri)
+
+
+@pytest.mark.parametrize("table, added", [
+    (None, "#     custom_translation_table={torch.ops.aten.i0.default: i0_translation}"),
+    ("{}", "custom_translation_table={torch.ops.aten.i0.default: i0_translation}"),
+    ("{torch.ops.aten.erf.default: erf_translation}",
+     "custom_translation_table={torch.ops.aten.i0.default: i0_translation, "
+     "torch.ops.aten.erf.default: erf_translation}"),
+    ("OUR_TABLE", "custom_translation_table={**OUR_TABLE, torch.ops.aten.i0.default: "
+                  "i0_translation}"),  # it replaced the user's table
+])
+def test_the_stub_is_added_to_the_pragmas_table_and_keeps_it(table, added):
+    from exporter.source.targets import discover
+    from lsp_server.convert import PositionConverter
+    from lsp_server.features import translation_stub_action
+
+    pragma = "# onnx-export: args=(torch.randn(2),)" + (
+        f", custom_translation_table={table}" if table else "")
+    source = f"import torch\n\n\n{pragma}\nclass Special(torch.nn.Module):\n    pass\n"
+    (target,) = discover(Path("m.py"), source).targets
+    shown = types.Diagnostic(range=types.Range(types.Position(4, 0), types.Position(4, 5)),
+                             message="x", code="ONNX201", data={
+                                 "overload": "torch.ops.aten.i0.default", "arguments": ["self"],
+                                 "operator": "aten::i0"})
+    lines = source.splitlines()
+    action = translation_stub_action("file:///m.py", shown, target, lines,
+                                     PositionConverter("utf-16", lambda _: tuple(lines)))
+    (edits,) = action.edit.changes.values()
+    fixed = apply_edits(source, edits, types.PositionEncodingKind.Utf16)
+    assert added in fixed
+    assert "def i0_translation(x):\n" in fixed and "from onnxscript import opset18 as op\n" in fixed
