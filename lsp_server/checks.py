@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,6 +31,25 @@ from lsp_server.supervisor import WorkerSupervisor
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """One check's view of its document, taken when the check starts: the text and version
+    the editor sent, and the settings of that moment, which every job of the check runs with
+    and its messages and fix budget follow (the limits a failure message names are those the
+    job had). Which rules are shown, at which severity, follows the settings of the moment
+    it is published."""
+
+    uri: str
+    version: int | None
+    text: str
+    settings: Options
+    opened: bool = False  # the document was just opened (lsp_server/admission.py)
+
+    @property
+    def path(self) -> Path:
+        return path_of(self.uri)
+
+
 class CheckHost(Protocol):
     """What the scheduler uses of the session (OnnxLensServer is one)."""
 
@@ -47,7 +66,7 @@ class CheckHost(Protocol):
     def is_open(self, uri: str) -> bool: ...
     def is_excluded(self, path: Path) -> bool: ...
     def job_request(self, kind: JobKind, target: Target, text: str,
-                    **extra: Any) -> JobRequest: ...
+                    settings: Options | None = None, **extra: Any) -> JobRequest: ...
     def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]: ...
     def replace_diagnostics(self, origin: str, version: int | None,
                             diagnostics: list[Diagnostic]) -> None: ...
@@ -187,38 +206,37 @@ class Checker:
         targets (what they find early is published meanwhile), publish the verdict, then try
         the fixes its failures proposed."""
         host = self.host
-        path = path_of(uri)
         state = self.state(uri)
         await host.settings_loaded.wait()
-        found = await self._discover(uri, version, text, path)
+        check = Snapshot(uri, version, text, host.settings, opened)
+        found = await self._discover(check)
         if found is None:
             return
         self._set_checking(state, True)
         host.refresh_code_lens()
-        results = await self._run_targets(uri, version, text, found, opened)
+        results = await self._run_targets(check, found)
         if state.requested_version != version:
             return  # a newer request superseded this one
-        result = CheckResult(targets=list(results), file_diagnostics=list(found.diagnostics),
-                             files=[path])
-        self._publish(uri, version, self._with_suppressions(result, found.targets, text))
+        self._publish(check, self._with_suppressions(
+            CheckResult(targets=list(results), file_diagnostics=list(found.diagnostics),
+                        files=[check.path]), found.targets, text))
         host.check_ended(uri)
-        await self._try_fixes(uri, version, text, found, list(results), opened)
+        await self._try_fixes(check, found, list(results))
 
-    async def _discover(self, uri: str, version: int | None, text: str,
-                        path: Path) -> Discovery | None:
+    async def _discover(self, check: Snapshot) -> Discovery | None:
         """The document's targets; None when there is nothing to run, after publishing what
         the file alone shows (excluded: nothing; undecodable; no target: its own findings)."""
+        path = check.path
         if self.host.is_excluded(path):  # `exclude`: never checked, nothing shown
-            self._publish(uri, version, CheckResult(files=[path]))
+            self._publish(check, CheckResult(files=[path]))
             return None
         problem = decoding_problem(path)
         if problem is not None:
-            self._publish(uri, version, CheckResult(file_diagnostics=[problem], files=[path]))
+            self._publish(check, CheckResult(file_diagnostics=[problem], files=[path]))
             return None
-        found = await self.host.discovery.discovered(uri, version, text)  # once per version
-        if not found.targets:
-            self._publish(uri, version, CheckResult(file_diagnostics=found.diagnostics,
-                                                    files=[path]))
+        found = await self.host.discovery.discovered(check.uri, check.version, check.text)
+        if not found.targets:  # discovered once per version
+            self._publish(check, CheckResult(file_diagnostics=found.diagnostics, files=[path]))
             return None
         return found
 
@@ -226,18 +244,17 @@ class Checker:
         state.checking = checking
         self.host.notify_state()
 
-    async def _run_targets(self, uri: str, version: int | None, text: str, found: Discovery,
-                           opened: bool) -> list[TargetResult]:
+    async def _run_targets(self, check: Snapshot, found: Discovery) -> list[TargetResult]:
         """Every target's result, under the document's progress (an open document's: a file
         nobody opened is checked in the background, under the workspace check's progress);
         the document is no longer checking when it returns or is cancelled."""
-        host = self.host
+        host, uri = self.host, check.uri
         state = self.state(uri)
         # Queued before anything is awaited: a folder opened at once is queued whole before
         # the first check is chosen (lsp_server/admission.py), also while the client answers
         # the progress requests below.
-        found_early = self._early_publisher(uri, version, text, found)
-        gathered = asyncio.gather(*(self._run_target(uri, text, target, found_early, opened)
+        found_early = self._early_publisher(check, found)
+        gathered = asyncio.gather(*(self._run_target(check, target, found_early)
                                     for target in found.targets))
         # cancelled before it was awaited, it ends with an error nobody reads: not a problem
         gathered.add_done_callback(lambda done: done.cancelled() or done.exception())
@@ -276,23 +293,23 @@ class Checker:
                 progress.cancelled.add_done_callback(lambda _: gathered.cancel())
         return progress
 
-    def _early_publisher(self, uri: str, version: int | None, text: str,
+    def _early_publisher(self, check: Snapshot,
                          found: Discovery) -> Callable[[Target, dict[str, Any]], None]:
         """What capture or translate found, shown while the check goes on; never for a
         request a newer one superseded."""
-        state = self.state(uri)
+        state = self.state(check.uri)
         current = asyncio.current_task()
         early: dict[str, TargetResult] = {}
-        path = path_of(uri)
 
         def found_early(target: Target, data: dict[str, Any]) -> None:
-            if state.requested_version != version or self.tasks.get(uri) is not current:
+            if state.requested_version != check.version \
+                    or self.tasks.get(check.uri) is not current:
                 return
             (early[target.name],) = result_from_data(data).targets
-            self._publish(uri, version, self._with_suppressions(
+            self._publish(check, self._with_suppressions(
                 CheckResult(targets=list(early.values()),
-                            file_diagnostics=list(found.diagnostics), files=[path]),
-                found.targets, text), final=False)
+                            file_diagnostics=list(found.diagnostics), files=[check.path]),
+                found.targets, check.text), final=False)
 
         return found_early
 
@@ -307,14 +324,15 @@ class Checker:
             lambda file: checked if file == path else self.host.discovery.lines_of(file))
         return result
 
-    async def _run_target(self, uri: str, text: str, target: Target,
-                          found_early: Callable[[Target, dict[str, Any]], None],
-                          opened: bool) -> TargetResult:
-        request = self.host.job_request("check", target, text, progress=True)
-        outcome = await self._submit(uri, target, request, opened,
+    async def _run_target(self, check: Snapshot, target: Target,
+                          found_early: Callable[[Target, dict[str, Any]], None]
+                          ) -> TargetResult:
+        request = self.host.job_request("check", target, check.text, check.settings,
+                                        progress=True)
+        outcome = await self._submit(check.uri, target, request, check.opened,
                                      lambda data: found_early(target, data))
         try:
-            return target_result(target, outcome, self._limits())
+            return target_result(target, outcome, _limits(check.settings))
         except JobCancelled:
             raise asyncio.CancelledError from None
 
@@ -340,15 +358,11 @@ class Checker:
         log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
         return outcome
 
-    def _limits(self) -> Limits:
-        settings = self.host.settings
-        return Limits(settings.timeoutSeconds, settings.memoryLimitMB)
-
-    async def _try_fixes(self, uri: str, version: int | None, text: str, found: Discovery,
-                         results: list[TargetResult], opened: bool) -> None:
+    async def _try_fixes(self, check: Snapshot, found: Discovery,
+                         results: list[TargetResult]) -> None:
         """After the verdict is shown: try the fixes its failures proposed (docs/fixes.md),
         then show the verdict again with those that work, as quick fixes."""
-        budget = self.host.settings.fixBudgetSeconds
+        budget = check.settings.fixBudgetSeconds
         failing = [(target, result) for target, result in zip(found.targets, results)
                    if result.fix_candidates]
         if budget <= 0 or not failing:
@@ -356,39 +370,44 @@ class Checker:
 
         async def tried(target: Target, checked: TargetResult) -> TargetResult:
             async def submit(trial: JobRequest) -> JobOutcome:
-                return await self._submit(uri, target, trial, opened)
+                return await self._submit(check.uri, target, trial, check.opened)
 
-            request = self.host.job_request("check", target, text)
-            trials = await try_fixes(request, text, checked, submit, self._limits(), budget)
+            request = self.host.job_request("check", target, check.text, check.settings)
+            trials = await try_fixes(request, check.text, checked, submit,
+                                     _limits(check.settings), budget)
             log.debug("fixes tried for %s: %s", target.name,
                       ", ".join(f"{t.candidate.key} {t.verdict}" for t in trials))
             return with_trials(checked, trials)
 
         done = {r.name: r for r in await asyncio.gather(*(tried(t, r) for t, r in failing))}
-        if self.state(uri).requested_version != version:
+        if self.state(check.uri).requested_version != check.version:
             return  # a newer request superseded this one
         result = CheckResult(targets=[done.get(r.name, r) for r in results],
-                             file_diagnostics=list(found.diagnostics), files=[path_of(uri)])
-        self._publish(uri, version, self._with_suppressions(result, found.targets, text))
+                             file_diagnostics=list(found.diagnostics), files=[check.path])
+        self._publish(check, self._with_suppressions(result, found.targets, check.text))
 
-    def _publish(self, uri: str, version: int | None, result: CheckResult,
-                 final: bool = True) -> None:
-        """Show ``result``'s diagnostics; a ``final`` one also becomes the document's state
-        (CodeLens, hover, the SARIF log). An early one with nothing to show is not
-        published: the previous diagnostics stay until the check ends."""
+    def _publish(self, check: Snapshot, result: CheckResult, final: bool = True) -> None:
+        """Show ``result``'s diagnostics, as the current settings select them; a ``final``
+        one also becomes the document's state (CodeLens, hover, the SARIF log). An early one
+        with nothing to show is not published: the previous diagnostics stay until the check
+        ends."""
         diagnostics = self.host.filter(merge_duplicates(result.diagnostics))
         if not final:
             if not diagnostics:
                 return
             # marked for clients that tell a check's result from what it found so far
             diagnostics = [replace(d, data={**d.data, "early": True}) for d in diagnostics]
-        log.debug("check published: %s v%s%s", uri, version, "" if final else " (early)")
+        log.debug("check published: %s v%s%s", check.uri, check.version,
+                  "" if final else " (early)")
         if final:
-            state = self.state(uri)
+            state = self.state(check.uri)
             state.targets = {t.name: t for t in result.targets}
-            state.version = version
-        self.host.replace_diagnostics(uri, version, diagnostics)
+            state.version = check.version
+        self.host.replace_diagnostics(check.uri, check.version, diagnostics)
         if final:
             self.host.refresh_code_lens()
             self.host.after_check()
 
+
+def _limits(settings: Options) -> Limits:
+    return Limits(settings.timeoutSeconds, settings.memoryLimitMB)

@@ -182,10 +182,10 @@ class OnnxLensServer(LanguageServer):
         return is_excluded(parts, self.settings.excluded)
 
     def job_request(self, kind: JobKind, target: Target, text: str,
-                    **extra: Any) -> JobRequest:
+                    settings: Options | None = None, **extra: Any) -> JobRequest:
         """A worker job for ``target`` as the user's editor shows ``text``, with the limits
-        and tolerances of the current settings."""
-        settings = self.settings
+        and tolerances of ``settings`` (a check's own), else of the current settings."""
+        settings = settings or self.settings
         notebook = recent_notebook(text) if is_notebook(target.path) else None
         return JobRequest(kind, str(target.path), str(self.root_for(target.path)), target.name,
                           text=text, notebook_cells=list(notebook.sources) if notebook else [],
