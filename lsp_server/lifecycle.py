@@ -72,7 +72,6 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
         ls.checker.cancel_all()
         await ls.graphs.close()  # a graph is what running the model made, too
         await ls.worker.stop()
-        ls.worker.state = "stopped"
         # what the checks found came from running the model: it goes with the trust
         for uri in sorted(ls.store.clear()):
             ls.publish(uri)

@@ -59,7 +59,10 @@ class WorkerSupervisor:
         self._spawn(self._report_start())
 
     async def stop(self) -> None:
+        """Stop the worker until ``start``: its state is "stopped" (not "down", which a
+        worker that died has, and which brings a new one)."""
         await self._client.stop()
+        self.state = "stopped"
 
     async def restart(self) -> Ready:
         await self._client.restart()
