@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, get_args, get_type_hints
 
 from lsprotocol import types
+from lsprotocol.converters import get_converter
 
 from export_worker.messages import JobDone, JobKind, JobOutcome, JobRequest
 from exporter.reports.serialize import diagnostic_from_data
@@ -34,23 +37,74 @@ def _answered(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable
     return answering
 
 
-def _arguments(args: Any) -> list[Any]:
-    if isinstance(args, (list, tuple)):
-        return list(args)
-    return [] if args is None else [args]
+# -- each command's arguments, in the order the client sends them --------------------------
+
+_Arguments = TypeVar("_Arguments")
+
+@dataclass(frozen=True)
+class DocumentArguments:
+    uri: str
 
 
-async def _target_arguments(ls: OnnxLensServer, args: Any) -> tuple[str, Target]:
-    values = _arguments(args)
-    if not values or not isinstance(values[0], str):
-        raise ValueError("expected the document uri (and a target name) as arguments")
-    uri = values[0]
-    targets = await ls.discovery.targets(uri)
-    name = values[1] if len(values) > 1 and isinstance(values[1], str) else None
-    chosen = next((t for t in targets if name is None or t.name == name), None)
+@dataclass(frozen=True)
+class TargetArguments:
+    uri: str
+    target: str | None = None  # None: the document's first target
+
+
+@dataclass(frozen=True)
+class SaveArguments(TargetArguments):
+    output: str | None = None  # None: <target>.onnx beside the file
+
+
+@dataclass(frozen=True)
+class RunArguments(TargetArguments):
+    repeat: int = 20
+
+
+@dataclass(frozen=True)
+class LineArguments:
+    uri: str
+    line: int  # 0-based, as LSP positions
+
+
+@dataclass(frozen=True)
+class SarifArguments:
+    path: str | None = None  # None: the sarif.outputDirectory setting's, else the root's
+
+
+def parsed(args: tuple[Any, ...], kind: type[_Arguments]) -> _Arguments:
+    """A command's arguments as ``kind``: the values the client sent (a list of them, or
+    that list as the one argument), in the order of ``kind``'s fields; one missing, one too
+    many, or one of another type is an error that names it."""
+    values = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
+    fields = dataclasses.fields(kind)  # type: ignore[arg-type]  # each is a dataclass
+    hints = get_type_hints(kind)
+    names = ", ".join(f.name for f in fields)
+    if len(values) > len(fields):
+        raise ValueError(f"expected at most {len(fields)} arguments ({names}), "
+                         f"got {len(values)}")
+    for index, field in enumerate(fields):
+        if index >= len(values):
+            if field.default is dataclasses.MISSING:
+                raise ValueError(f"expected the arguments {names}; {field.name} is missing")
+            continue
+        allowed = tuple(t for t in get_args(hints[field.name]) or (hints[field.name],))
+        value = values[index]
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            wanted = " or ".join("null" if t is type(None) else t.__name__ for t in allowed)
+            raise ValueError(f"argument {index + 1} ({field.name}) must be {wanted}, not "
+                             f"{type(value).__name__}")
+    return kind(*values)
+
+
+async def _target_of(ls: OnnxLensServer, given: TargetArguments) -> Target:
+    targets = await ls.discovery.targets(given.uri)
+    chosen = next((t for t in targets if given.target is None or t.name == given.target),
+                  None)
     if chosen is None:
-        raise ValueError(f"no export target {name!r} in {uri}")
-    return uri, chosen
+        raise ValueError(f"no export target {given.target!r} in {given.uri}")
+    return chosen
 
 
 def _job(ls: OnnxLensServer, uri: str, target: Target, kind: JobKind,
@@ -66,8 +120,7 @@ def _require_trust(ls: OnnxLensServer) -> None:
 @_answered
 async def export_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri = values[0]
+    uri = parsed(args, DocumentArguments).uri
     task = ls.request_check(uri)
     if task is not None:
         await task
@@ -90,29 +143,28 @@ async def check_workspace_command(ls: OnnxLensServer, *args: Any) -> dict[str, A
 @_answered
 async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri, target = await _target_arguments(ls, values)
-    if len(values) > 2 and isinstance(values[2], str):
-        output = _output_path(ls.root_for(target.path), values[2])
+    given = parsed(args, SaveArguments)
+    target = await _target_of(ls, given)
+    if given.output is not None:
+        output = _output_path(ls.root_for(target.path), given.output)
         if isinstance(output, str):
             return {"error": output}
     else:
         output = target.path.with_name(f"{target.name}.onnx")
     answer = await with_progress(
         ls.progress_reporter, f"Saving {target.name} to {output.name}",
-        lambda: ls.worker.submit(_job(ls, uri, target, "save", output=str(output))))
+        lambda: ls.worker.submit(_job(ls, given.uri, target, "save", output=str(output))))
     return _job_answer(answer)
 
 
 @_answered
 async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri, target = await _target_arguments(ls, values)
-    repeat = values[2] if len(values) > 2 and isinstance(values[2], int) else 20
+    given = parsed(args, RunArguments)
+    target = await _target_of(ls, given)
     answer = await with_progress(
         ls.progress_reporter, f"Running {target.name} in ONNX Runtime",
-        lambda: ls.worker.submit(_job(ls, uri, target, "run", repeat=repeat)))
+        lambda: ls.worker.submit(_job(ls, given.uri, target, "run", repeat=given.repeat)))
     return _job_answer(answer)
 
 
@@ -122,10 +174,10 @@ async def show_graph_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     ``{url, uri, target, graphId, selectedNode, selectedGraph, nodes}`` or ``{error}``. A
     client without a graph panel of its own gets the page in the browser."""
     _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri, target = await _target_arguments(ls, values)
+    given = parsed(args, TargetArguments)
+    target = await _target_of(ls, given)
     shown = await with_progress(ls.progress_reporter, f"Graph of {target.name}",
-                                lambda: ls.graphs.show(uri, target))
+                                lambda: ls.graphs.show(given.uri, target))
     if ls.graphs.panel_client:
         return shown
     if "error" in shown:
@@ -145,11 +197,8 @@ def graph_nodes_at(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     ``{uri, target, graphId, nodes: [{key, nodeId, graphId, opType}]}``; no nodes when the
     document has no graph yet."""
     _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    if len(values) < 2 or not isinstance(values[0], str) or not isinstance(values[1], int) \
-            or isinstance(values[1], bool):
-        raise ValueError("expected the document uri and a 0-based line as arguments")
-    return ls.graphs.nodes_at(values[0], values[1] + 1)
+    given = parsed(args, LineArguments)
+    return ls.graphs.nodes_at(given.uri, given.line + 1)
 
 
 def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
@@ -169,10 +218,10 @@ def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
 
 
 async def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    uri = values[0]
+    given = parsed(args, TargetArguments)
+    uri = given.uri
     state = ls.checker.state(uri)
-    names = [values[1]] if len(values) > 1 \
+    names = [given.target] if given.target is not None \
         else [t.name for t in await ls.discovery.targets(uri)]
     parts = [features.report_markdown(name, state.targets.get(name), state.checking)
              for name in names]
@@ -181,10 +230,10 @@ async def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
 
 def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
-    values = _arguments(args[0] if len(args) == 1 else list(args))
+    given = parsed(args, SarifArguments)
     root = ls.root or Path.cwd()
-    if values and isinstance(values[0], str):
-        destination = _output_path(root, values[0])
+    if given.path is not None:
+        destination = _output_path(root, given.path)
         if isinstance(destination, str):
             return {"error": destination}
     elif ls.settings.sarifOutputDirectory:
@@ -218,8 +267,9 @@ async def restart_worker(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
 
 async def apply_edit(ls: OnnxLensServer, *args: Any) -> bool:
     """For clients without code action literals: apply the action's workspace edit."""
-    values = _arguments(args[0] if len(args) == 1 else list(args))
-    edit = ls.protocol._converter.structure(values[0], types.WorkspaceEdit)
+    if len(args) != 1 or not isinstance(args[0], dict):
+        raise ValueError("expected a WorkspaceEdit as the one argument")
+    edit = get_converter().structure(args[0], types.WorkspaceEdit)
     result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit))
     return bool(result.applied)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lsprotocol import types
+from lsprotocol.converters import get_converter
 
 from lsp_server import features, notebooks
 from lsp_server.convert import path_of
@@ -68,7 +69,7 @@ async def code_action(ls: OnnxLensServer, params: types.CodeActionParams
                                     lines, positions, path)
     if not ls.support.code_action_literals:
         return [types.Command(title=a.title, command="onnxlens.applyEdit",
-                              arguments=[ls.protocol._converter.unstructure(a.edit)])
+                              arguments=[get_converter().unstructure(a.edit)])
                 for a in actions] or None
     return list(actions) or None
 
