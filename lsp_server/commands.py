@@ -41,6 +41,7 @@ def _answered(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable
 
 _Arguments = TypeVar("_Arguments")
 
+
 @dataclass(frozen=True)
 class DocumentArguments:
     uri: str
