@@ -17,6 +17,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 from exporter.config.options import ExportOptions
 from exporter.reports.graph_view import GraphFiles
 from exporter.source.notebooks import CellSource
+from exporter.toolchain.report import ToolchainReport
 
 JobKind = Literal["check", "save", "run", "graph"]
 #: the worker's exit status when it must fork no more jobs (the installed packages changed
@@ -79,7 +80,7 @@ class Shutdown:
 class Ready:
     pid: int
     seconds: float
-    toolchain: dict[str, Any]  # exporter.toolchain.status.ToolchainStatus.to_json()
+    toolchain: ToolchainReport
     warnings: list[str] = field(default_factory=list)  # e.g. unknown names in ONNXLENS_* vars
 
 
@@ -153,7 +154,7 @@ class WorkerStatus:
     pid: int
     jobs: list[JobProcess]
     spare: SpareProcess | None
-    toolchain: dict[str, Any]
+    toolchain: ToolchainReport
     warm_imports: list[str] = field(default_factory=list)  # imported ahead of the checks
 
 

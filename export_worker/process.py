@@ -166,7 +166,7 @@ class Worker:
         gc.freeze()
         from exporter.toolchain import shortcuts, status, torch_compat
 
-        self.toolchain = status.current().to_json()
+        self.toolchain = status.current().report()
         warnings = [f"{shortcuts.ENVIRONMENT_VARIABLE} names no shortcut {name!r} (known: "
                     f"{', '.join(shortcuts.SHORTCUTS)})" for name in shortcuts.unknown_names()]
         warnings += [f"{torch_compat.ENVIRONMENT_VARIABLE} names no capability {name!r} "

@@ -123,7 +123,7 @@ class WorkerSupervisor:
         # an untested torch, or a capability that fell back: said once per worker start
         for warning in ready.warnings:
             self._host.log(warning, "warning")
-        message = ready.toolchain.get("message")
+        message = ready.toolchain.message
         if message and message != self._told_toolchain:
             self._told_toolchain = message
             self._host.log(message, "warning")

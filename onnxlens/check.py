@@ -4,6 +4,7 @@ the report in text, JSON, SARIF or GitHub's format."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -24,6 +25,7 @@ from exporter.reports.render import (
     result_json,
 )
 from exporter.source.files import might_have_targets, python_files_below
+from exporter.toolchain.report import ToolchainReport
 from onnxlens.messages import (
     EXIT_ERRORS,
     EXIT_INTERRUPTED,
@@ -128,7 +130,7 @@ def _check_files(args: argparse.Namespace, files: list[Path], root: Path, option
 
 def _write_reports(args: argparse.Namespace, result: CheckResult,
                    diagnostics: list[Diagnostic], root: Path,
-                   toolchain: dict[str, Any] | None, streaming: bool) -> None:
+                   toolchain: ToolchainReport | None, streaming: bool) -> None:
     """The step summary, the SARIF file and the report (stdout, or ``--output``)."""
     if args.format == "github":
         write_step_summary(diagnostics, format_summary(result, diagnostics))
@@ -223,14 +225,14 @@ def report_missing_toolchain(args: argparse.Namespace, files: list[Path], root: 
 
 
 def render_check(args: argparse.Namespace, result: Any, diagnostics: list[Any],
-                  root: Path, toolchain: dict[str, Any] | None = None,
+                  root: Path, toolchain: ToolchainReport | None = None,
                   report_format: str | None = None) -> str:
     """The report in ``report_format`` (default: ``--format``)."""
     report_format = report_format or args.format
     if report_format == "json":
         report = result_json(result, diagnostics)
         if toolchain is not None:  # None: ONNX904, there is no toolchain to describe
-            report["toolchain"] = toolchain
+            report["toolchain"] = dataclasses.asdict(toolchain)
         return json.dumps(report, indent=2) + "\n"
     if report_format == "sarif":
         from exporter.findings.diagnostics import sort_key

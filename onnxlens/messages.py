@@ -52,7 +52,7 @@ def print_worker_notes(ready: Any) -> None:
     """What the worker said when it started: unknown ONNXLENS_* names, a degraded torch."""
     for warning in ready.warnings:
         print(f"onnxlens: warning: {warning}", file=sys.stderr)
-    message = ready.toolchain.get("message")
+    message = ready.toolchain.message
     if message:
         print(message, file=sys.stderr)
 

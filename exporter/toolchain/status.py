@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from exporter import versions
+from exporter.toolchain.report import ToolchainReport
 from exporter.toolchain.shortcuts import IN_TORCH
 
 PACKAGES = versions.REPORTED_PACKAGES
@@ -59,8 +60,9 @@ class ToolchainStatus:
             parts.append("every capability passed its probe")
         return "onnxlens: " + "; ".join(parts) + "."
 
-    def to_json(self) -> dict[str, object]:
-        return {**asdict(self), "message": self.message()}
+    def report(self) -> ToolchainReport:
+        """As the front ends receive it (``Ready``), with its message."""
+        return ToolchainReport(**asdict(self), message=self.message())
 
     def describe(self) -> str:
         """Several lines, for ``onnxlens toolchain``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -39,6 +40,9 @@ def test_json_output_shape(in_fixtures, capsys):
     report = json.loads(capsys.readouterr().out)
     assert status == 1
     assert report["version"] == 2
+    assert set(report["toolchain"]) == {"packages", "torch_tested", "tested_torch",
+                                        "capabilities", "speedups", "message"}
+    assert report["toolchain"]["packages"]["torch"] == importlib.metadata.version("torch")
     assert {t["name"]: t["ok"] for t in report["targets"]} == {"UsesHelper": False,
                                                                "scaled": True}
     (diagnostic,) = report["diagnostics"]
