@@ -15,7 +15,6 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from export_worker.messages import (
     RESTART_STATUS,
@@ -36,6 +35,7 @@ from export_worker.messages import (
     encode,
 )
 from export_worker.process_tree import kill_tree
+from exporter.findings.result import CheckResult
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ DEADLINE_GRACE_SECONDS = 30.0
 
 
 #: receives a ``JobProgress`` result: what a check found so far
-ProgressHandler = Callable[[dict[str, Any]], None]
+ProgressHandler = Callable[[CheckResult], None]
 
 
 class WorkerUnavailable(Exception):

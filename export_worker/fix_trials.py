@@ -18,7 +18,6 @@ from export_worker.outcomes import Limits, failure_message
 from exporter.findings.fixes import FixCandidate, FixTrial
 from exporter.findings.result import StageState, TargetResult
 from exporter.findings.rules import Severity
-from exporter.reports.serialize import result_from_data
 from exporter.source.edits import EditConflict, apply_edits
 
 Submit = Callable[[JobRequest], Awaitable[JobOutcome]]
@@ -69,7 +68,7 @@ def judge(candidate: FixCandidate, target: str, outcome: JobOutcome, limits: Lim
     no error at all."""
     if not isinstance(outcome, JobDone) or outcome.answer.result is None:
         return FixTrial(candidate, "fails", seconds, failure_message(target, outcome, limits)[1])
-    checked = next((t for t in result_from_data(outcome.answer.result).targets
+    checked = next((t for t in outcome.answer.result.targets
                     if t.name == target), None)
     if checked is None:
         return FixTrial(candidate, "fails", seconds, f"the edited file has no target {target!r}")

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from export_worker.inputs import InputRecorder
 from export_worker.messages import JobAnswer, JobRequest
 from exporter.findings.result import CheckResult, TargetResult
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.session import ExportSession
-from exporter.reports.serialize import diagnostic_to_data, result_to_data
 from exporter.source.notebooks import module_of_cells
 from exporter.source.text import Sources
 
@@ -25,7 +23,7 @@ EARLY_STAGES = ("capture", "translate")
 
 
 def run_job(session: ExportSession, request: JobRequest,
-            progress: Callable[[dict[str, Any]], None] | None = None) -> JobAnswer:
+            progress: Callable[[CheckResult], None] | None = None) -> JobAnswer:
     path = Path(request.file)
     # the editor's text of the file, unsaved changes included: what the check reads of it
     sources = Sources.with_unsaved(path, request.text) if request.text is not None \
@@ -47,13 +45,13 @@ def run_job(session: ExportSession, request: JobRequest,
     def stage_done(partial: TargetResult) -> None:
         if progress is not None and partial.stages[-1].name in EARLY_STAGES \
                 and partial.diagnostics:
-            progress(result_to_data(CheckResult(targets=[partial], files=[path])))
+            progress(CheckResult(targets=[partial], files=[path]))
 
     context, target_result = session.run_target(
         target, Path(request.workspace), stage_done if progress is not None else None, sources)
     result = CheckResult(targets=[target_result], files=[path])
     if request.kind == "check":
-        return JobAnswer(result=result_to_data(result),
+        return JobAnswer(result=result,
                          inputs=recorder.inputs() if recorder is not None else None)
     if request.kind == "save":
         return _save(context, result, request)
@@ -66,7 +64,7 @@ def _save(context: CheckContext, result: CheckResult, request: JobRequest) -> Jo
     from exporter.pipeline.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, save_model
     from exporter.reports.writing import UnsafePathError
 
-    errors = [diagnostic_to_data(d) for d in result.diagnostics if d.severity == "error"]
+    errors = [d for d in result.diagnostics if d.severity == "error"]
     if context.translated is None or context.weightless:
         return JobAnswer(saved=False, diagnostics=errors,
                          error='weights="none" models have no weights to save'
@@ -90,17 +88,16 @@ def _graph(context: CheckContext, result: CheckResult, request: JobRequest) -> J
     """The check's result and its graph's files (docs/graph.md), in ``request.output``."""
     from exporter.pipeline.graph_files import write_graph_files
 
-    checked = result_to_data(result)
     if request.output is None:
         return JobAnswer(error="no output directory", internal=True)
     if context.weightless:
-        return JobAnswer(result=checked, error='the graph of a weights="none" model is not '
+        return JobAnswer(result=result, error='the graph of a weights="none" model is not '
                          "shown; check it with its weights")
     graph = write_graph_files(context, result.diagnostics, Path(request.output))
     if graph is None:
-        return JobAnswer(result=checked, error="the export stopped before there was an ONNX "
+        return JobAnswer(result=result, error="the export stopped before there was an ONNX "
                          "graph to show")
-    return JobAnswer(result=checked, graph=graph)
+    return JobAnswer(result=result, graph=graph)
 
 
 def _run(context: CheckContext, target_result: TargetResult, request: JobRequest) -> JobAnswer:
@@ -112,5 +109,5 @@ def _run(context: CheckContext, target_result: TargetResult, request: JobRequest
                                   request.repeat)
     except Exception as error:
         return JobAnswer(error=f"cannot run {context.target.name}: {error}",
-                         diagnostics=[diagnostic_to_data(d) for d in target_result.diagnostics])
+                         diagnostics=list(target_result.diagnostics))
     return JobAnswer(report=report, markdown=format_run_report(report))

@@ -10,12 +10,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from exporter.config.options import ExportOptions
+from exporter.findings.diagnostics import Diagnostic
+from exporter.findings.result import CheckResult
 from exporter.reports.graph_view import GraphFiles
+from exporter.reports.serialize import (
+    diagnostic_from_data,
+    diagnostic_to_data,
+    result_from_data,
+    result_to_data,
+)
 from exporter.source.notebooks import CellSource
 from exporter.toolchain.report import ToolchainReport
 
@@ -95,13 +104,13 @@ class Missing:
 class JobAnswer:
     """What a job process computed (which fields are set depends on the job's kind)."""
 
-    result: dict[str, Any] | None = None  # check: exporter.reports.serialize.result_to_data
+    result: CheckResult | None = None  # check, graph: the check's result
     inputs: dict[str, Any] | None = None  # check with record_inputs; None: not reusable
     error: str | None = None  # the job could not do what was asked
     internal: bool = False  # ... because of an onnxlens bug
     saved: bool = False
     written: list[str] = field(default_factory=list)
-    diagnostics: list[dict[str, Any]] = field(default_factory=list)  # save/run: the errors
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # save/run: the errors
     report: dict[str, Any] | None = None  # run: exporter.pipeline.run_report
     graph: GraphFiles | None = None  # graph: the files written; None: no ONNX model
     markdown: str | None = None
@@ -120,11 +129,10 @@ class JobDone:
 
 @dataclass(frozen=True)
 class JobProgress:
-    """What a check found so far (``result``: one target, serialized as in ``JobAnswer``);
-    its answer follows."""
+    """What a check found so far (``result``: one target); its answer follows."""
 
     id: str
-    result: dict[str, Any]
+    result: CheckResult
 
 
 @dataclass(frozen=True)
@@ -172,9 +180,30 @@ class DecodeError(ValueError):
     """A line that is not a message of this protocol."""
 
 
+#: field types with a JSON form of their own: check results keep their ranges, paths and
+#: rules as exporter/reports/serialize.py writes and reads them (the one converter of results)
+_CODECS: dict[type, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    CheckResult: (result_to_data, result_from_data),
+    Diagnostic: (diagnostic_to_data, diagnostic_from_data),
+}
+
+
 def encode(message: Message) -> bytes:
-    return json.dumps({"type": type(message).__name__, **dataclasses.asdict(message)}
-                      ).encode() + b"\n"
+    return json.dumps({"type": type(message).__name__, **_data(message)}).encode() + b"\n"
+
+
+def _data(value: Any) -> Any:
+    """``value`` as JSON data: a dataclass field by field, a result by its codec."""
+    codec = _CODECS.get(type(value))
+    if codec is not None:
+        return codec[0](value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_data(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _data(item) for key, item in value.items()}
+    return value
 
 
 def decode(line: bytes | str) -> Message:
@@ -196,17 +225,20 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
 
 
 def _value(hint: Any, value: Any) -> Any:
-    """Nested dataclasses (also in ``X | None`` and ``list[X]``) from their dicts."""
+    """Nested dataclasses and results (also in ``X | None`` and ``list[X]``) from their
+    JSON data."""
     if value is None:
         return None
+    if hint in _CODECS:
+        return _CODECS[hint][1](value)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _build(hint, value)
     origin, args = get_origin(hint), get_args(hint)
-    if origin is list and args and dataclasses.is_dataclass(args[0]):
+    if origin is list and args and (args[0] in _CODECS or dataclasses.is_dataclass(args[0])):
         return [_value(args[0], item) for item in value]
     if origin in (Union, types.UnionType):
         for arg in args:
-            if dataclasses.is_dataclass(arg):
+            if arg in _CODECS or dataclasses.is_dataclass(arg):
                 return _value(arg, value)
     return value
 
@@ -219,19 +251,19 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def answer_to_bytes(answer: JobAnswer) -> bytes:
     """The answer's line on a job's pipe (the worker wraps it into ``JobDone``)."""
-    return b"A" + json.dumps(dataclasses.asdict(answer)).encode() + b"\n"
+    return b"A" + json.dumps(_data(answer)).encode() + b"\n"
 
 
-def progress_to_bytes(result: dict[str, Any]) -> bytes:
+def progress_to_bytes(result: CheckResult) -> bytes:
     """A ``JobProgress`` line on a job's pipe, before its answer."""
-    return b"P" + json.dumps(result).encode() + b"\n"
+    return b"P" + json.dumps(_data(result)).encode() + b"\n"
 
 
 @dataclass
 class JobOutput:
     """What a job process wrote to its pipe, read line by line: progress, then the answer."""
 
-    progress: list[dict[str, Any]] = field(default_factory=list)
+    progress: list[CheckResult] = field(default_factory=list)
     answer: JobAnswer | None = None
     malformed: bool = False
 
@@ -244,11 +276,11 @@ def read_job_lines(buffer: bytearray) -> JobOutput:
         del buffer[:end + 1]
         try:
             if line.startswith(b"P"):
-                output.progress.append(json.loads(line[1:]))
+                output.progress.append(result_from_data(json.loads(line[1:])))
             elif line.startswith(b"A"):
                 output.answer = _build(JobAnswer, json.loads(line[1:]))
             else:
                 output.malformed = True
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError, KeyError):
             output.malformed = True
     return output

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from export_worker.messages import JobDone, JobFailed, JobOutcome
 from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.result import StageState, StageStatus, TargetResult
-from exporter.reports.serialize import result_from_data
 from exporter.source.targets import Target
 
 
@@ -27,7 +26,7 @@ class JobCancelled(Exception):
 
 def target_result(target: Target, outcome: JobOutcome, limits: Limits) -> TargetResult:
     if isinstance(outcome, JobDone) and outcome.answer.result is not None:
-        (result,) = result_from_data(outcome.answer.result).targets
+        (result,) = outcome.answer.result.targets
         return result
     if isinstance(outcome, JobFailed) and outcome.failure == "cancelled":
         raise JobCancelled(target.name)

@@ -78,6 +78,7 @@ from export_worker.process_tree import (
     kill_tree,
 )
 from export_worker.warm_imports import WarmImports, library_modules
+from exporter.findings.result import CheckResult
 
 SPARE_MODEL = Path(__file__).resolve().parent / "spare_model.py"
 #: A job stops its own Python code at its timeout (ONNX901 located where it ran); code that
@@ -307,7 +308,7 @@ class Worker:
         watch = NamespaceWatch(self.warm_imports.namespace_owners)
         watch.start()
 
-        def progress(result: dict[str, Any]) -> None:
+        def progress(result: CheckResult) -> None:
             _write_all(pipe, progress_to_bytes(result))
 
         try:

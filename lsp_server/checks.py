@@ -16,7 +16,6 @@ from export_worker.outcomes import JobCancelled, Limits, target_result
 from exporter.config.options import Options
 from exporter.findings.diagnostics import Diagnostic, merge_duplicates
 from exporter.findings.result import CheckResult, TargetResult
-from exporter.reports.serialize import result_from_data
 from exporter.source.suppressions import apply_suppressions
 from exporter.source.targets import Discovery, Target
 from exporter.source.text import decoding_problem, split_lines
@@ -294,18 +293,18 @@ class Checker:
         return progress
 
     def _early_publisher(self, check: Snapshot,
-                         found: Discovery) -> Callable[[Target, dict[str, Any]], None]:
+                         found: Discovery) -> Callable[[Target, CheckResult], None]:
         """What capture or translate found, shown while the check goes on; never for a
         request a newer one superseded."""
         state = self.state(check.uri)
         current = asyncio.current_task()
         early: dict[str, TargetResult] = {}
 
-        def found_early(target: Target, data: dict[str, Any]) -> None:
+        def found_early(target: Target, found_so_far: CheckResult) -> None:
             if state.requested_version != check.version \
                     or self.tasks.get(check.uri) is not current:
                 return
-            (early[target.name],) = result_from_data(data).targets
+            (early[target.name],) = found_so_far.targets
             self._publish(check, self._with_suppressions(
                 CheckResult(targets=list(early.values()),
                             file_diagnostics=list(found.diagnostics), files=[check.path]),
@@ -325,7 +324,7 @@ class Checker:
         return result
 
     async def _run_target(self, check: Snapshot, target: Target,
-                          found_early: Callable[[Target, dict[str, Any]], None]
+                          found_early: Callable[[Target, CheckResult], None]
                           ) -> TargetResult:
         request = self.host.job_request("check", target, check.text, check.settings,
                                         progress=True)
@@ -337,7 +336,7 @@ class Checker:
             raise asyncio.CancelledError from None
 
     async def _submit(self, uri: str, target: Target, request: JobRequest, opened: bool,
-                      on_progress: Callable[[dict[str, Any]], None] | None = None
+                      on_progress: Callable[[CheckResult], None] | None = None
                       ) -> JobOutcome:
         """``request``'s outcome: reused (lsp_server/reuse.py), else run when the queue
         admits it."""

@@ -14,7 +14,6 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 
 from export_worker.messages import JobDone, JobKind, JobOutcome, JobRequest
-from exporter.reports.serialize import diagnostic_from_data
 from exporter.source.targets import Target
 from lsp_server import features
 from lsp_server.progress import with_progress
@@ -207,8 +206,7 @@ def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
     if not isinstance(outcome, JobDone):
         return {"error": f"the job failed ({outcome.failure}): {outcome.detail}"}
     answer = outcome.answer
-    body: dict[str, Any] = {"diagnostics": [diagnostic_from_data(d).message
-                                            for d in answer.diagnostics]}
+    body: dict[str, Any] = {"diagnostics": [d.message for d in answer.diagnostics]}
     if answer.error is not None:
         body["error"] = answer.error
     if answer.report is not None:

@@ -37,7 +37,6 @@ from export_worker.graph_viewer import (
 from export_worker.messages import JobDone, JobKind, JobOutcome, JobRequest
 from exporter.findings.positions import Range
 from exporter.reports.graph_view import GraphFiles
-from exporter.reports.serialize import diagnostic_from_data
 from exporter.source.targets import Target
 from lsp_server.convert import PositionConverter, path_of, path_uri
 from lsp_server.discovery import TargetDiscovery
@@ -270,14 +269,13 @@ def _shown_graph(uri: str, target: Target, directory: Path, request: JobRequest,
     if answer.graph is None:
         reason = answer.error or "the job wrote no graph"
         if answer.result is not None:
-            from exporter.reports.serialize import result_from_data
 
-            errors = [d for d in result_from_data(answer.result).diagnostics
+            errors = [d for d in answer.result.diagnostics
                       if d.severity == "error"]
             if errors:
                 reason += f" ({errors[0].rule}: {errors[0].message})"
         elif answer.diagnostics:
-            reason += f" ({diagnostic_from_data(answer.diagnostics[0]).message})"
+            reason += f" ({answer.diagnostics[0].message})"
         return f"no graph of {target.name}: {reason}"
     nodes = json.loads(Path(answer.graph.nodes).read_text(encoding="utf-8"))
     return ShownGraph(uri, target.name, directory, Path(request.workspace), answer.graph, nodes)

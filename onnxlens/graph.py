@@ -25,7 +25,6 @@ from exporter.reports.graph_view import (
     is_graph_directory,
 )
 from exporter.reports.render import display_path, format_diagnostic, printable
-from exporter.reports.serialize import result_from_data
 from onnxlens.messages import EXIT_ERRORS, EXIT_OK, UsageError
 from onnxlens.save_and_run import single_job
 
@@ -72,7 +71,7 @@ def _graph(args: argparse.Namespace, directory: Path) -> int:
     target, end = single_job(args, "graph", output=str(directory))
     answer = end.answer
     if answer is not None and answer.result is not None:  # the check's findings
-        for diagnostic in result_from_data(answer.result).diagnostics:
+        for diagnostic in answer.result.diagnostics:
             print(format_diagnostic(diagnostic), file=sys.stderr)
     else:
         end.print_problems(target)

@@ -96,12 +96,11 @@ class JobEnd:
     def print_problems(self, target: Target) -> None:
         """The errors the job found, or the ONNX90x diagnostic of a job that did not end."""
         from export_worker.outcomes import target_result
-        from exporter.reports.serialize import diagnostic_from_data
 
         if self.answer is None:
             diagnostics = target_result(target, self.outcome, self.limits).diagnostics
         else:
-            diagnostics = [diagnostic_from_data(d) for d in self.answer.diagnostics]
+            diagnostics = list(self.answer.diagnostics)
         for diagnostic in diagnostics:
             print(format_diagnostic(diagnostic), file=sys.stderr)
 

@@ -13,7 +13,6 @@ from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.findings.positions import Range
 from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
-from exporter.reports.serialize import result_to_data
 
 PATH = Path("/w/m.py")
 TEXT = "x = 1\ny = 2\n"
@@ -26,11 +25,11 @@ def _candidate(key: str, text: str, path: Path = PATH) -> FixCandidate:
                         answers=("ONNX102", Range.of(2, 1, 2, 2)))
 
 
-def _checked(stages_pass: bool) -> dict:
+def _checked(stages_pass: bool) -> CheckResult:
     state = StageState.PASSED if stages_pass else StageState.FAILED
     target = TargetResult("T", PATH, Range.of(1, 1, 1, 2), [
         StageStatus(name, state) for name in ("translate", "runtime", "numerics")])
-    return result_to_data(CheckResult(targets=[target], files=[PATH]))
+    return CheckResult(targets=[target], files=[PATH])
 
 
 async def test_each_fix_is_checked_on_its_edited_text_and_only_one_that_works_is_shown():

@@ -12,16 +12,16 @@ import torch
 
 from export_worker.jobs import run_job
 from export_worker.messages import JobRequest
-from exporter.reports.serialize import result_from_data
+from exporter.findings.result import CheckResult
 from tests.conftest import FIXTURES
 
 
-def _located(data: dict[str, Any]) -> list[tuple[str, int]]:
-    return [(d.rule, d.location.range.start.line) for d in result_from_data(data).diagnostics]
+def _located(result: CheckResult) -> list[tuple[str, int]]:
+    return [(d.rule, d.location.range.start.line) for d in result.diagnostics]
 
 
-def _message(data: dict[str, Any]) -> str:
-    return result_from_data(data).diagnostics[0].message
+def _message(result: CheckResult) -> str:
+    return result.diagnostics[0].message
 
 
 def test_a_failing_capture_is_shown_before_the_draft_export_runs(session, monkeypatch):
@@ -42,7 +42,7 @@ def test_a_failing_capture_is_shown_before_the_draft_export_runs(session, monkey
     # then what translate found in the draft's graph
     assert kinds[:3] == ["progress", "draft export", "progress"], kinds
     first, complete = events[0][1], events[2][1]
-    (target,) = result_from_data(first).targets
+    (target,) = first.targets
     assert [(s.name, s.state.value) for s in target.stages] == [
         ("load", "passed"), ("capture", "failed")]
     # torch's first error, on the line that branches on a tensor's value

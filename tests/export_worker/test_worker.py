@@ -56,8 +56,8 @@ def test_warm_up_starts_no_thread_pool_before_forking():
         worker.stdin.flush()
         answer = decode(worker.stdout.readline())
         assert isinstance(answer, JobDone) and answer.id == "1"
-        (target,) = answer.answer.result["targets"]
-        assert target["name"] == "scaled" and target["diagnostics"] == []
+        (target,) = answer.answer.result.targets
+        assert target.name == "scaled" and target.diagnostics == []
         assert _threads(worker.pid) <= _threads(plain.pid)  # the check ran in the fork
     finally:
         plain.communicate(b"", timeout=30)
@@ -113,10 +113,10 @@ class _Worker:
 
 
 def _probe_message(answer: JobDone) -> str:
-    (target,) = answer.answer.result["targets"]
-    (diagnostic,) = target["diagnostics"]
-    assert diagnostic["rule"] == "ONNX003"
-    return diagnostic["message"]
+    (target,) = answer.answer.result.targets
+    (diagnostic,) = target.diagnostics
+    assert diagnostic.rule == "ONNX003"
+    return diagnostic.message
 
 
 def test_jobs_run_in_the_warm_spare_which_looks_like_a_fresh_fork_to_user_code():
@@ -192,9 +192,9 @@ def test_a_job_sees_the_stdio_of_a_plain_process(tmp_path):
             ("/dev/null", str(log), str(log))
         assert not protocol & set(descriptors.values()), descriptors
     # sys.stdin.readline() in forward reads EOF, never a request meant for the worker
-    (target,) = reads_stdin.answer.result["targets"]
-    assert target["diagnostics"] == []
-    assert {stage["state"] for stage in target["stages"]} == {"passed"}
+    (target,) = reads_stdin.answer.result.targets
+    assert target.diagnostics == []
+    assert {stage.state.value for stage in target.stages} == {"passed"}
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGSTOP])

@@ -17,6 +17,7 @@ from pytest_lsp import LanguageClient
 from export_worker.inputs import digest
 from export_worker.messages import JobAnswer, JobDone, JobFailed, JobRequest
 from exporter.config.options import ExportOptions
+from exporter.findings.result import CheckResult
 from exporter.toolchain import shortcuts
 from lsp_server.reuse import ResultCache, installed_packages
 from tests.lsp.conftest import (
@@ -42,7 +43,7 @@ def check_request(root, text: str = "import helper\n", **changes) -> JobRequest:
 def done(root) -> JobDone:
     """A check that read the workspace module ``helper.py``."""
     helper = str(root / "helper.py")
-    return JobDone("job-1", JobAnswer(result={"targets": []},
+    return JobDone("job-1", JobAnswer(result=CheckResult(),
                                       inputs={"modules": {helper: digest(helper)}}),
                    seconds=1.0, pid=4242)
 
@@ -107,7 +108,7 @@ def test_a_package_installed_since_the_check_is_checked_again(root, monkeypatch)
 
 def test_a_check_that_read_a_data_file_is_never_reused(root):
     cache = ResultCache()
-    unreusable = dataclasses.replace(done(root), answer=JobAnswer(result={"targets": []},
+    unreusable = dataclasses.replace(done(root), answer=JobAnswer(result=CheckResult(),
                                                                   inputs=None))
     cache.put(check_request(root), WORKER, unreusable, installed_packages())
     assert cache.get(check_request(root), WORKER) is None

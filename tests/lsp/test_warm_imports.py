@@ -87,8 +87,8 @@ async def check(client: WorkerClient, workspace: Path) -> JobDone:
 
 def rules(outcome: JobDone) -> list[str]:
     assert outcome.answer.result is not None
-    (target,) = outcome.answer.result["targets"]
-    return [d["rule"] for d in target["diagnostics"]]
+    (target,) = outcome.answer.result.targets
+    return [d.rule for d in target.diagnostics]
 
 
 async def test_installed_packages_are_imported_ahead_and_reimported_when_they_change(

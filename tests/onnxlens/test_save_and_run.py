@@ -66,7 +66,7 @@ def test_a_model_that_could_not_be_finished_is_not_saved(session, tmp_path, monk
                                          str(FIXTURES / "clean"), "ConvNet",
                                          output=str(output)))
     assert not answer.saved and answer.error == "the export failed; the file was not written"
-    assert any(d["rule"] == "ONNX202" and "cannot convert to opset 20" in d["message"]
+    assert any(d.rule == "ONNX202" and "cannot convert to opset 20" in d.message
                for d in answer.diagnostics), answer.diagnostics
     assert not output.exists()
 
