@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from export_worker.messages import JobInputs
 from exporter.source.traces import is_library_path
 
 # The operating system's files: read by the toolchain (e.g. /etc/os-release), never by models.
@@ -39,10 +40,11 @@ class InputRecorder:
         self._busy = False
         sys.addaudithook(self._hook)  # lives as long as the job's process
 
-    def inputs(self) -> dict[str, Any] | None:
-        if not self.reusable or None in self.modules.values():
+    def inputs(self) -> JobInputs | None:
+        if not self.reusable:
             return None
-        return {"modules": self.modules}
+        modules = {path: known for path, known in self.modules.items() if known is not None}
+        return JobInputs(modules) if len(modules) == len(self.modules) else None
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
         if event != "open" or self._busy or not self.reusable:

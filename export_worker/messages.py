@@ -101,11 +101,20 @@ class Missing:
 
 
 @dataclass(frozen=True)
+class JobInputs:
+    """What a check read that decides whether its result may be reused
+    (export_worker/inputs.py, lsp_server/reuse.py)."""
+
+    modules: dict[str, str]  # each Python file read from outside the installed packages: its
+    # content's sha256
+
+
+@dataclass(frozen=True)
 class JobAnswer:
     """What a job process computed (which fields are set depends on the job's kind)."""
 
     result: CheckResult | None = None  # check, graph: the check's result
-    inputs: dict[str, Any] | None = None  # check with record_inputs; None: not reusable
+    inputs: JobInputs | None = None  # check with record_inputs; None: not reusable
     error: str | None = None  # the job could not do what was asked
     internal: bool = False  # ... because of an onnxlens bug
     saved: bool = False

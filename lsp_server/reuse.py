@@ -49,7 +49,7 @@ class ResultCache:
         if entry is None:
             return None
         outcome, installed = entry
-        modules = (outcome.answer.inputs or {}).get("modules", {})
+        modules = outcome.answer.inputs.modules if outcome.answer.inputs else {}
         if installed != installed_packages() \
                 or any(digest(path) != known for path, known in modules.items()):
             del self.entries[key]

@@ -11,6 +11,7 @@ from export_worker.messages import (
     DecodeError,
     JobAnswer,
     JobDone,
+    JobInputs,
     JobProcess,
     JobProgress,
     JobRequest,
@@ -46,7 +47,7 @@ RESULT = CheckResult(targets=[TargetResult("T", PATH, Range.of(4, 7, 4, 8), [
 
 @pytest.mark.parametrize("message", [
     Ready(12, 3.5, TOOLCHAIN, ["ONNXLENS_X is not a setting"]),
-    JobDone("1", JobAnswer(result=RESULT, inputs={"modules": {"/w/m.py": "abc"}}), 2.5, 13),
+    JobDone("1", JobAnswer(result=RESULT, inputs=JobInputs({"/w/m.py": "abc"})), 2.5, 13),
     JobDone("2", JobAnswer(error="cannot run T", diagnostics=[FINDING]), 0.1, 14),
     JobProgress("1", RESULT),
     WorkerStatus("s1", 12, [JobProcess("j1", 13)], None, TOOLCHAIN, ["transformers"]),

@@ -15,7 +15,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from export_worker.inputs import digest
-from export_worker.messages import JobAnswer, JobDone, JobFailed, JobRequest
+from export_worker.messages import JobAnswer, JobDone, JobFailed, JobInputs, JobRequest
 from exporter.config.options import ExportOptions
 from exporter.findings.result import CheckResult
 from exporter.toolchain import shortcuts
@@ -44,7 +44,7 @@ def done(root) -> JobDone:
     """A check that read the workspace module ``helper.py``."""
     helper = str(root / "helper.py")
     return JobDone("job-1", JobAnswer(result=CheckResult(),
-                                      inputs={"modules": {helper: digest(helper)}}),
+                                      inputs=JobInputs({helper: digest(helper)})),
                    seconds=1.0, pid=4242)
 
 
