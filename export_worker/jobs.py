@@ -101,7 +101,8 @@ def _graph(context: CheckContext, result: CheckResult, request: JobRequest) -> J
 
 
 def _run(context: CheckContext, target_result: TargetResult, request: JobRequest) -> JobAnswer:
-    from exporter.pipeline.run_report import build_run_report, format_run_report
+    from exporter.pipeline.run_report import build_run_report
+    from exporter.reports.run import format_run_report
 
     try:
         report = build_run_report(context, target_result,

@@ -19,6 +19,7 @@ from exporter.config.options import ExportOptions
 from exporter.findings.diagnostics import Diagnostic
 from exporter.findings.result import CheckResult
 from exporter.reports.graph_view import GraphFiles
+from exporter.reports.run import RunReport
 from exporter.reports.serialize import (
     diagnostic_from_data,
     diagnostic_to_data,
@@ -120,7 +121,7 @@ class JobAnswer:
     saved: bool = False
     written: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)  # save/run: the errors
-    report: dict[str, Any] | None = None  # run: exporter.pipeline.run_report
+    report: RunReport | None = None  # run
     graph: GraphFiles | None = None  # graph: the files written; None: no ONNX model
     markdown: str | None = None
     #: installed top-level packages the job imported that the worker had not (warm_imports)

@@ -14,6 +14,7 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 
 from export_worker.messages import JobDone, JobKind, JobOutcome, JobRequest
+from exporter.reports.run import run_report_json
 from exporter.source.targets import Target
 from lsp_server import features
 from lsp_server.progress import with_progress
@@ -210,7 +211,7 @@ def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
     if answer.error is not None:
         body["error"] = answer.error
     if answer.report is not None:
-        body.update(report=answer.report, markdown=answer.markdown)
+        body.update(report=run_report_json(answer.report), markdown=answer.markdown)
     else:
         body.update(saved=answer.saved, written=answer.written)
     return body

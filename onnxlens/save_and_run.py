@@ -15,6 +15,7 @@ from export_worker.messages import JobAnswer, JobDone, JobKind, JobOutcome, JobR
 from export_worker.outcomes import Limits
 from exporter.config.pyproject import find_root, load_config
 from exporter.reports.render import display_path, format_diagnostic, printable
+from exporter.reports.run import run_report_json
 from exporter.source.targets import Target
 from onnxlens.messages import (
     EXIT_ERRORS,
@@ -149,7 +150,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"onnxlens: cannot run {args.target}: {end.reason}", file=sys.stderr)
         return EXIT_ERRORS
     if args.format == "json":
-        print(json.dumps(answer.report, indent=2))
+        print(json.dumps(run_report_json(answer.report), indent=2))
     else:
         print(answer.markdown or "", end="")
-    return EXIT_OK if answer.report["matched"] else EXIT_ERRORS
+    return EXIT_OK if answer.report.matched else EXIT_ERRORS

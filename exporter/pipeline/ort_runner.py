@@ -17,6 +17,7 @@ import onnx
 import torch
 
 from exporter.pipeline.weights_apart import PROTOBUF_LIMIT
+from exporter.reports.run import Latency
 from exporter.toolchain import torch_compat
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def run(session: ort.InferenceSession, inputs: list[Any]) -> list[np.ndarray]:
     return session.run(None, feed(session, inputs), options)
 
 
-def latency(session: ort.InferenceSession, inputs: list[Any], repeat: int) -> dict[str, float]:
+def latency(session: ort.InferenceSession, inputs: list[Any], repeat: int) -> Latency:
     """Latency percentiles in milliseconds over ``repeat`` runs (after one warm-up run)."""
     feeds = feed(session, inputs)
     session.run(None, feeds)
@@ -111,5 +112,5 @@ def latency(session: ort.InferenceSession, inputs: list[Any], repeat: int) -> di
     def percentile(fraction: float) -> float:
         return samples[min(len(samples) - 1, round(fraction * (len(samples) - 1)))]
 
-    return {"runs": len(samples), "p50_ms": percentile(0.5), "p90_ms": percentile(0.9),
-            "mean_ms": statistics.fmean(samples), "min_ms": samples[0]}
+    return Latency(runs=len(samples), p50_ms=percentile(0.5), p90_ms=percentile(0.9),
+                   mean_ms=statistics.fmean(samples), min_ms=samples[0])

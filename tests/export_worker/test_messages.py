@@ -29,6 +29,7 @@ from exporter.findings.fixes import FixEdit, QuickFix
 from exporter.findings.positions import Range
 from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
 from exporter.toolchain.report import ToolchainReport
+from tests.exporter.reports.test_run import REPORT
 
 TOOLCHAIN = ToolchainReport({"torch": "2.13.0", "onnx": None}, True, ["2.13.0", "2.14.1"],
                             {"staged-translation": ""}, {"shared-provenance": "off: why"},
@@ -50,6 +51,7 @@ RESULT = CheckResult(targets=[TargetResult("T", PATH, Range.of(4, 7, 4, 8), [
     JobDone("1", JobAnswer(result=RESULT, inputs=JobInputs({"/w/m.py": "abc"})), 2.5, 13),
     JobDone("2", JobAnswer(error="cannot run T", diagnostics=[FINDING]), 0.1, 14),
     JobProgress("1", RESULT),
+    JobDone("3", JobAnswer(report=REPORT, markdown="# Model"), 1.0, 15),
     WorkerStatus("s1", 12, [JobProcess("j1", 13)], None, TOOLCHAIN, ["transformers"]),
     JobRequest("check", "/w/m.py", "/w", "Model", text="x = 1\n",
                settings=ExportOptions(opset=20, atol=1e-4), timeout=60.0),
