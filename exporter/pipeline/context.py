@@ -121,6 +121,11 @@ class CheckContext:
     # shows findings known before their stage ends (the language server publishes them early);
     # given the stage's name and the findings so far. Set by the runner when someone listens.
     early: Callable[[str, list[Diagnostic]], None] | None = None
+    # the export's failure as torch's first error says it, once every capture strategy failed:
+    # the verdict is known, and what follows (the draft export, the later stages on its
+    # graph) only adds findings; a check stopped at its time limit then ends with its verdict
+    # (exporter/pipeline/runner.py)
+    known_failure: list[Diagnostic] | None = None
 
     # The stages' products, in order (None: the stage did not run or did not succeed).
     loaded: Loaded | None = None

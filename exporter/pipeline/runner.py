@@ -107,19 +107,37 @@ def run_pipeline(ctx: CheckContext,
                         result.name, result.path, result.definition, list(result.stages),
                         sorted(merge_duplicates(ctx.diagnostics), key=sort_key)))
     except CheckTimeout as timeout:
-        stage = STAGES[len(result.stages)]
-        result.stages.append(StageStatus(stage.name, StageState.FAILED,
-                                         time.perf_counter() - started, "timed out"))
-        for later in STAGES[len(result.stages):]:
-            result.stages.append(StageStatus(later.name, StageState.SKIPPED, 0.0, "timed out"))
-        ctx.report("ONNX901", f"The check of `{ctx.target.name}` did not finish within "
-                   f"{ctx.timeout:g} s and was stopped in the {stage.name} stage "
-                   "(an endless loop, or a model too slow to check?).",
-                   ctx.map_frames(exception_frames(timeout)))
+        _stopped(ctx, result, timeout, time.perf_counter() - started)
     result.diagnostics = sorted(merge_duplicates(ctx.diagnostics), key=sort_key)
     result.summary = dict(ctx.summary)
     result.fix_candidates = fix_candidates(ctx, result.diagnostics)
     return result
+
+
+def _stopped(ctx: CheckContext, result: TargetResult, timeout: CheckTimeout,
+             seconds: float) -> None:
+    """The check reached its time limit: ONNX901, unless the export was already known to fail
+    (``ctx.known_failure``): then the verdict stands, and only what the check would have
+    found after it is missing (the stage stopped says so); a timeout never replaces an
+    answer the exporter gives."""
+    stage = STAGES[len(result.stages)]
+    if ctx.known_failure is not None:
+        why = (f"stopped at the time limit ({ctx.timeout:g} s) after the export was known to "
+               "fail at capture: the findings after that point may be incomplete")
+        state = StageState.FAILED if stage.name == "capture" else StageState.SKIPPED
+        result.stages.append(StageStatus(stage.name, state, seconds, why))
+        result.stages += [StageStatus(later.name, StageState.SKIPPED, 0.0, why)
+                          for later in STAGES[len(result.stages):]]
+        if not any(d.severity == "error" for d in ctx.diagnostics):
+            ctx.diagnostics += ctx.known_failure  # the draft export's list never came
+        return
+    result.stages.append(StageStatus(stage.name, StageState.FAILED, seconds, "timed out"))
+    result.stages += [StageStatus(later.name, StageState.SKIPPED, 0.0, "timed out")
+                      for later in STAGES[len(result.stages):]]
+    ctx.report("ONNX901", f"The check of `{ctx.target.name}` did not finish within "
+               f"{ctx.timeout:g} s and was stopped in the {stage.name} stage "
+               "(an endless loop, or a model too slow to check?).",
+               ctx.map_frames(exception_frames(timeout)))
 
 
 def _early_reporter(ctx: CheckContext, result: TargetResult,

@@ -48,7 +48,7 @@ def run(ctx: CheckContext) -> None:
     # Every strategy torch.onnx.export tries failed: the export fails here. A draft export
     # finds every capture problem at once; torch.onnx reports the first strategy's error.
     first_error = next(a.error for a in attempts if a.error is not None)
-    _show_first_error(ctx, first_error)
+    _know_the_failure(ctx, first_error)
     draft, _ = _draft_export(ctx, dynamic_shapes)
     report = torch_compat.draft_failures(draft) if draft is not None else None
     found = _report_draft_failures(ctx, draft, *report) if report is not None else []
@@ -68,17 +68,17 @@ def run(ctx: CheckContext) -> None:
         )
 
 
-def _show_first_error(ctx: CheckContext, error: BaseException) -> None:
-    """The export is known to fail here once every strategy failed: show torch's first error
-    at once (``ctx.early``, published by the language server), while the draft export, which
-    can take several times the capture, collects every problem; its list replaces this one."""
-    if ctx.early is None:
-        return
+def _know_the_failure(ctx: CheckContext, error: BaseException) -> None:
+    """The export is known to fail here once every strategy failed: torch's first error is
+    the verdict (``ctx.known_failure``), shown at once (``ctx.early``, published by the
+    language server) while the draft export, which can take several times the capture,
+    collects every problem; its list replaces this one."""
     before = len(ctx.diagnostics)
     _report_exception(ctx, error)
-    shown = list(ctx.diagnostics)
+    ctx.known_failure = ctx.diagnostics[before:]
     del ctx.diagnostics[before:]
-    ctx.early("capture", shown)
+    if ctx.early is not None:
+        ctx.early("capture", [*ctx.diagnostics, *ctx.known_failure])
 
 
 DRAFT_NOTE = ("the later stages checked the graph a draft export captured, assuming this line "

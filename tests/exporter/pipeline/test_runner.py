@@ -1,0 +1,66 @@
+"""The check's time limit (exporter/pipeline/runner.py): a check stopped after the export was
+known to fail ends with that verdict, not with ONNX901 (the plain exporter answers there: it
+fails); one stopped before that is ONNX901. Each case stops a different part of the check: a
+stage made to loop in Python, which the time limit interrupts as it interrupts a model."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+import torch
+
+from exporter.pipeline import runner
+from tests.conftest import FIXTURES
+
+GATE = FIXTURES / "data_dependent_branch"  # capture fails (a branch on a tensor's value)
+CLEAN = FIXTURES / "clean"
+
+
+def _forever(*args, **kwargs):
+    while True:
+        time.sleep(0.01)
+
+
+def _loop(module, name):
+    return lambda monkeypatch: monkeypatch.setattr(module, name, _forever)
+
+
+def _loop_stage(name):
+    """The stage ``name`` loops (the runner's own list holds each stage's function)."""
+    return lambda monkeypatch: monkeypatch.setattr(runner, "STAGES", tuple(
+        dataclasses.replace(stage, run=_forever) if stage.name == name else stage
+        for stage in runner.STAGES))
+
+
+@pytest.mark.parametrize("case, workspace, file, target, stop, stopped, rules", [
+    # the draft graph's translation: the draft export's list is the verdict
+    ("translate after a failed capture", GATE, "model.py", "Gate", _loop_stage("translate"),
+     "translate", ["ONNX101"]),
+    # the draft export itself: torch's first error is the verdict
+    ("the draft export", GATE, "model.py", "Gate", _loop(torch.export, "draft_export"),
+     "capture", ["ONNX101"]),
+    # no verdict yet: the check could not say whether the export works
+    ("translate after a capture that worked", CLEAN, "factory.py", "scaled",
+     _loop_stage("translate"), "translate", ["ONNX901"]),
+    ("the last stage of a clean model", CLEAN, "factory.py", "scaled", _loop_stage("dynamic"),
+     "dynamic", ["ONNX901"]),
+    ("the model's import", CLEAN, "factory.py", "scaled", _loop_stage("load"), "load",
+     ["ONNX901"]),
+])
+def test_a_check_stopped_at_its_time_limit_keeps_a_known_verdict(
+        session, monkeypatch, case, workspace, file, target, stop, stopped, rules):
+    stop(monkeypatch)
+    monkeypatch.setattr(session, "timeout", 8.0)
+    (found,) = [t for t in session.discover(workspace / file).targets if t.name == target]
+    _, result = session.run_target(found, workspace)
+    assert sorted({d.rule for d in result.diagnostics if d.severity == "error"}) == rules, case
+    states = {s.name: (s.state.value, s.reason) for s in result.stages}
+    if rules == ["ONNX901"]:
+        assert states[stopped] == ("failed", "timed out"), case
+    else:
+        assert states[stopped][1].startswith("stopped at the time limit (8 s) after the export "
+                                             "was known to fail at capture"), case
+        assert states["capture"][0] == "failed" and not result.ok
+        assert "ONNX901" not in {d.rule for d in result.diagnostics}
