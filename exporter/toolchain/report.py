@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class ToolchainReport:
+class ToolchainFacts:
     packages: dict[str, str | None]  # None: not installed
     torch_tested: bool
     tested_torch: list[str]
@@ -17,5 +17,9 @@ class ToolchainReport:
     capabilities: dict[str, str]
     #: speed patch name -> "" when on, else why it is off
     speedups: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ToolchainReport(ToolchainFacts):
     #: one line for a user whose torch is untested or whose checks are degraded; None: neither
     message: str | None

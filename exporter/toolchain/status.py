@@ -9,21 +9,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from exporter import versions
-from exporter.toolchain.report import ToolchainReport
+from exporter.toolchain.report import ToolchainFacts, ToolchainReport
 from exporter.toolchain.shortcuts import IN_TORCH
 
 PACKAGES = versions.REPORTED_PACKAGES
 
 
 @dataclass(frozen=True)
-class ToolchainStatus:
-    packages: dict[str, str | None]  # None: not installed
-    torch_tested: bool
-    tested_torch: list[str]
-    #: capability name -> "" when it works, else why it fell back (torch_compat.CAPABILITIES)
-    capabilities: dict[str, str]
-    #: speed patch name -> "" when on, else why it is off (speedups.SPEEDUPS)
-    speedups: dict[str, str]
+class ToolchainStatus(ToolchainFacts):
+    """The facts (capabilities: torch_compat.CAPABILITIES; speed patches:
+    speedups.SPEEDUPS) and what they mean for a user."""
 
     def degraded_capabilities(self) -> dict[str, str]:
         return {name: why for name, why in self.capabilities.items() if why}
