@@ -260,21 +260,62 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def answer_to_bytes(answer: JobAnswer) -> bytes:
-    """The answer's line on a job's pipe (the worker wraps it into ``JobDone``)."""
-    return b"A" + json.dumps(_data(answer)).encode() + b"\n"
+    """The answer's lines on a job's pipe: the library modules it imported (the worker's warm
+    imports learn them; the one part of an answer the worker reads), then the answer itself,
+    which the worker forwards as it is (``done_to_bytes``)."""
+    return (b"I" + json.dumps(answer.library_imports).encode() + b"\n"
+            + b"A" + json.dumps(_data(answer)).encode() + b"\n")
 
 
 def progress_to_bytes(result: CheckResult) -> bytes:
-    """A ``JobProgress`` line on a job's pipe, before its answer."""
+    """A progress line on a job's pipe, before its answer (forwarded by ``progress_frame``)."""
     return b"P" + json.dumps(_data(result)).encode() + b"\n"
+
+
+def if_stopped_to_bytes(result: CheckResult) -> bytes:
+    """A line on a job's pipe: the result that stands if the job is stopped from now on (the
+    export is known to fail); the worker answers with it when it kills the job at its time
+    limit (``stopped_answer``)."""
+    return b"K" + json.dumps(_data(result)).encode() + b"\n"
+
+
+def stopped_answer(result: bytes) -> bytes:
+    """The ``JobAnswer`` JSON of a job killed at its time limit after its verdict was known:
+    the result it wrote (``if_stopped_to_bytes``)."""
+    return b'{"result": ' + result + b"}"
+
+
+def done_to_bytes(job_id: str, answer: bytes, seconds: float, pid: int,
+                  peak_rss_mb: int) -> bytes:
+    """``encode(JobDone(...))`` around an answer the job encoded (``answer_to_bytes``): the
+    worker forwards a job's answer without decoding and encoding it again."""
+    head = {"type": "JobDone", "id": job_id}
+    tail = {"seconds": seconds, "pid": pid, "peak_rss_mb": peak_rss_mb}
+    return _spliced(head, "answer", answer, tail)
+
+
+def progress_frame(job_id: str, result: bytes) -> bytes:
+    """``encode(JobProgress(...))`` around a result the job encoded (``progress_to_bytes``)."""
+    return _spliced({"type": "JobProgress", "id": job_id}, "result", result, {})
+
+
+def _spliced(head: dict[str, Any], key: str, value: bytes, tail: dict[str, Any]) -> bytes:
+    """One JSON object: ``head``'s fields, ``key`` with ``value`` (JSON already), ``tail``'s."""
+    fields = [json.dumps(head)[1:-1].encode(), json.dumps(key).encode() + b": " + value]
+    if tail:
+        fields.append(json.dumps(tail)[1:-1].encode())
+    return b"{" + b", ".join(fields) + b"}\n"
 
 
 @dataclass
 class JobOutput:
-    """What a job process wrote to its pipe, read line by line: progress, then the answer."""
+    """What a job process wrote to its pipe, read line by line: progress, then the answer,
+    each the JSON the job wrote (checked to be a JSON object, not decoded into types)."""
 
-    progress: list[CheckResult] = field(default_factory=list)
-    answer: JobAnswer | None = None
+    progress: list[bytes] = field(default_factory=list)
+    if_stopped: bytes | None = None
+    answer: bytes | None = None
+    library_imports: list[str] = field(default_factory=list)
     malformed: bool = False
 
 
@@ -284,13 +325,20 @@ def read_job_lines(buffer: bytearray) -> JobOutput:
     while (end := buffer.find(b"\n")) >= 0:
         line = bytes(buffer[:end])
         del buffer[:end + 1]
+        kind, payload = line[:1], line[1:]
         try:
-            if line.startswith(b"P"):
-                output.progress.append(result_from_data(json.loads(line[1:])))
-            elif line.startswith(b"A"):
-                output.answer = _build(JobAnswer, json.loads(line[1:]))
-            else:
-                output.malformed = True
-        except (ValueError, TypeError, AttributeError, KeyError):
+            data = json.loads(payload)
+        except ValueError:
+            output.malformed = True
+            continue
+        if kind == b"I" and isinstance(data, list) and all(isinstance(m, str) for m in data):
+            output.library_imports = data
+        elif kind == b"P" and isinstance(data, dict):
+            output.progress.append(payload)
+        elif kind == b"K" and isinstance(data, dict):
+            output.if_stopped = payload
+        elif kind == b"A" and isinstance(data, dict):
+            output.answer = payload
+        else:
             output.malformed = True
     return output

@@ -54,7 +54,6 @@ from export_worker.messages import (
     JobDone,
     JobFailed,
     JobProcess,
-    JobProgress,
     JobRequest,
     Missing,
     Ready,
@@ -64,9 +63,13 @@ from export_worker.messages import (
     WorkerStatus,
     answer_to_bytes,
     decode,
+    done_to_bytes,
     encode,
+    if_stopped_to_bytes,
+    progress_frame,
     progress_to_bytes,
     read_job_lines,
+    stopped_answer,
 )
 from export_worker.namespace_watch import NamespaceWatch, describe
 from export_worker.no_terminal import no_terminal
@@ -97,7 +100,9 @@ class Job:
     memory_limit: int | None
     exited: int | None = None  # a pidfd: readable once the process ended (None: polled)
     output: bytearray = field(default_factory=bytearray)  # a line still being written
-    answer: JobAnswer | None = None
+    answer: bytes | None = None  # the JSON of its JobAnswer, forwarded as it is
+    if_stopped: bytes | None = None  # the JSON of the result that stands if it is killed
+    library_imports: list[str] = field(default_factory=list)  # what its check imported
     failure: FailureKind | None = None
     memory: TreeMemory = field(default_factory=TreeMemory)
     peak_memory: int = 0  # bytes: the private memory of its process tree
@@ -143,7 +148,11 @@ class Worker:
     # -- messages ------------------------------------------------------------------------
 
     def send(self, message: Event) -> None:
-        self.channel.write(encode(message))
+        self.send_line(encode(message))
+
+    def send_line(self, line: bytes) -> None:
+        """One message, encoded already (a job's answer or progress, forwarded)."""
+        self.channel.write(line)
         self.channel.flush()
 
     # -- start-up --------------------------------------------------------------------------
@@ -311,8 +320,12 @@ class Worker:
         def progress(result: CheckResult) -> None:
             _write_all(pipe, progress_to_bytes(result))
 
+        def if_stopped(result: CheckResult) -> None:
+            _write_all(pipe, if_stopped_to_bytes(result))
+
         try:
-            answer = run_job(self.session, request, progress if request.progress else None)
+            answer = run_job(self.session, request, progress if request.progress else None,
+                             if_stopped)
             if watch.reached():
                 answer = _without_warm_imports(request, watch.reached(), environment)
             answer = dataclasses.replace(answer, library_imports=library_modules(before))
@@ -429,8 +442,10 @@ class Worker:
             job.output.extend(chunk)
             lines = read_job_lines(job.output)
             for result in lines.progress:
-                self.send(JobProgress(job.id, result))
+                self.send_line(progress_frame(job.id, result))
             job.answer = lines.answer or job.answer
+            job.if_stopped = lines.if_stopped or job.if_stopped
+            job.library_imports = lines.library_imports or job.library_imports
         return chunk
 
     def _close_pipe(self, job: Job) -> None:
@@ -461,6 +476,12 @@ class Worker:
     def _finish(self, job: Job, status: int) -> None:
         seconds = round(time.monotonic() - job.started, 3)
         peak_mb = job.peak_memory // (1024 * 1024)
+        if job.failure == "timeout" and job.if_stopped is not None:
+            # killed at its time limit (native code the job's own timer could not stop) after
+            # the export was known to fail: that verdict stands, not a timeout
+            self.send_line(done_to_bytes(job.id, stopped_answer(job.if_stopped), seconds,
+                                         job.pid, peak_mb))
+            return
         if job.failure is not None:
             self.send(JobFailed(job.id, job.failure, "", seconds, peak_mb))
             return
@@ -468,8 +489,8 @@ class Worker:
         if answer is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
             self.send(JobFailed(job.id, "crashed", _describe_status(status), seconds, peak_mb))
         else:
-            self.warm_imports.learn(answer.library_imports)
-            self.send(JobDone(job.id, answer, seconds, job.pid, peak_mb))
+            self.warm_imports.learn(job.library_imports)
+            self.send_line(done_to_bytes(job.id, answer, seconds, job.pid, peak_mb))
 
     def _watch_jobs(self) -> None:
         now = time.monotonic()

@@ -19,7 +19,9 @@ from export_worker.messages import (
     WorkerStatus,
     answer_to_bytes,
     decode,
+    done_to_bytes,
     encode,
+    progress_frame,
     progress_to_bytes,
     read_job_lines,
 )
@@ -76,15 +78,31 @@ def test_a_line_that_is_no_message_is_refused(line):
         decode(line)
 
 
-def test_a_jobs_pipe_carries_its_results_typed():
-    """What a job process writes (progress, then its answer), read back by the worker, in
-    pieces as a pipe hands them over."""
-    written = progress_to_bytes(RESULT) + answer_to_bytes(JobAnswer(result=RESULT))
+def test_a_jobs_pipe_is_forwarded_as_the_messages_the_client_decodes_typed():
+    """What a job process writes (progress, then its answer), read by the worker in pieces as
+    a pipe hands them over and forwarded without decoding: the client gets the messages the
+    worker would have encoded, typed fields and all."""
+    answer = JobAnswer(result=RESULT, library_imports=["transformers", "timm"])
+    written = progress_to_bytes(RESULT) + answer_to_bytes(answer)
     buffer = bytearray(written[:40])
     assert read_job_lines(buffer).progress == []  # a line still being written waits
     buffer.extend(written[40:])
     output = read_job_lines(buffer)
-    assert output.progress == [RESULT] and not output.malformed
-    assert output.answer is not None and output.answer.result == RESULT
-    (finding,) = output.answer.result.diagnostics
+    assert not output.malformed and output.library_imports == ["transformers", "timm"]
+    (progress,) = output.progress
+    assert decode(progress_frame("7", progress)) == JobProgress("7", RESULT)
+    assert output.answer is not None
+    done = decode(done_to_bytes("7", output.answer, 2.5, 13, 300))
+    assert done == JobDone("7", answer, 2.5, 13, 300)
+    assert decode(encode(done)) == done  # the same message as the worker's own encoding
+    assert isinstance(done, JobDone)
+    (finding,) = done.answer.result.diagnostics
     assert finding.quick_fixes == FINDING.quick_fixes and finding.data == FINDING.data
+
+
+@pytest.mark.parametrize("line", [b"A{not json\n", b"A[1, 2]\n", b"P\"text\"\n", b"I{}\n",
+                                  b"Xnothing\n", b"I[1]\n"])
+def test_a_pipe_line_that_is_not_what_a_job_writes_is_malformed(line):
+    output = read_job_lines(bytearray(line))
+    assert output.malformed
+    assert output.answer is None and output.progress == [] and output.library_imports == []
