@@ -23,7 +23,10 @@ EARLY_STAGES = ("capture", "translate")
 
 
 def run_job(session: ExportSession, request: JobRequest,
-            progress: Callable[[CheckResult], None] | None = None) -> JobAnswer:
+            progress: Callable[[CheckResult], None] | None = None,
+            if_stopped: Callable[[CheckResult], None] | None = None) -> JobAnswer:
+    """``progress`` gets what capture and translate found as they end; ``if_stopped`` the
+    result that stands if the job is killed from then on (the export is known to fail)."""
     path = Path(request.file)
     # the editor's text of the file, unsaved changes included: what the check reads of it
     sources = Sources.with_unsaved(path, request.text) if request.text is not None \
@@ -47,8 +50,13 @@ def run_job(session: ExportSession, request: JobRequest,
                 and partial.diagnostics:
             progress(CheckResult(targets=[partial], files=[path]))
 
+    def verdict_known(stopped: TargetResult) -> None:
+        if if_stopped is not None:
+            if_stopped(CheckResult(targets=[stopped], files=[path]))
+
     context, target_result = session.run_target(
-        target, Path(request.workspace), stage_done if progress is not None else None, sources)
+        target, Path(request.workspace), stage_done if progress is not None else None, sources,
+        verdict_known if if_stopped is not None else None)
     result = CheckResult(targets=[target_result], files=[path])
     if request.kind == "check":
         return JobAnswer(result=result,

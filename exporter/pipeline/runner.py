@@ -91,13 +91,17 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
 
 
 def run_pipeline(ctx: CheckContext,
-                 stage_done: Callable[[TargetResult], None] | None = None) -> TargetResult:
+                 stage_done: Callable[[TargetResult], None] | None = None,
+                 if_stopped: Callable[[TargetResult], None] | None = None) -> TargetResult:
     """Every stage in order; ``stage_done`` gets the result so far after each (the language
-    server shows what capture and translate found before the check ends)."""
+    server shows what capture and translate found before the check ends); ``if_stopped``, the
+    result that stands should the check be stopped from outside from now on, once the export
+    is known to fail (the worker kills a check that native code keeps past its time limit,
+    and the verdict survives it)."""
     result = TargetResult(ctx.target.name, ctx.target.path, ctx.target.definition)
     started = time.perf_counter()
-    if stage_done is not None:
-        ctx.early = _early_reporter(ctx, result, stage_done)
+    if stage_done is not None or if_stopped is not None:
+        ctx.early = _early_reporter(ctx, result, stage_done, if_stopped, started)
     try:
         with _time_limit(ctx.timeout):
             for stage in STAGES:
@@ -122,12 +126,7 @@ def _stopped(ctx: CheckContext, result: TargetResult, timeout: CheckTimeout,
     answer the exporter gives."""
     stage = STAGES[len(result.stages)]
     if ctx.known_failure is not None:
-        why = (f"stopped at the time limit ({ctx.timeout:g} s) after the export was known to "
-               "fail at capture: the findings after that point may be incomplete")
-        state = StageState.FAILED if stage.name == "capture" else StageState.SKIPPED
-        result.stages.append(StageStatus(stage.name, state, seconds, why))
-        result.stages += [StageStatus(later.name, StageState.SKIPPED, 0.0, why)
-                          for later in STAGES[len(result.stages):]]
+        result.stages[:] = _stages_stopped_after_the_verdict(ctx, result.stages, seconds)
         if not any(d.severity == "error" for d in ctx.diagnostics):
             ctx.diagnostics += ctx.known_failure  # the draft export's list never came
         return
@@ -140,16 +139,40 @@ def _stopped(ctx: CheckContext, result: TargetResult, timeout: CheckTimeout,
                ctx.map_frames(exception_frames(timeout)))
 
 
+def _stages_stopped_after_the_verdict(ctx: CheckContext, stages: list[StageStatus],
+                                      seconds: float) -> list[StageStatus]:
+    """``stages`` (those that ended), then the one running, stopped at the time limit after
+    the export was known to fail, and the later ones, skipped."""
+    stage = STAGES[len(stages)]
+    limit = f" ({ctx.timeout:g} s)" if ctx.timeout else ""
+    why = (f"stopped at the time limit{limit} after the export was known to fail at capture: "
+           "the findings after that point may be incomplete")
+    state = StageState.FAILED if stage.name == "capture" else StageState.SKIPPED
+    return [*stages, StageStatus(stage.name, state, seconds, why),
+            *(StageStatus(later.name, StageState.SKIPPED, 0.0, why)
+              for later in STAGES[len(stages) + 1:])]
+
+
 def _early_reporter(ctx: CheckContext, result: TargetResult,
-                    stage_done: Callable[[TargetResult], None]
-                    ) -> Callable[[str, list[Diagnostic]], None]:
+                    stage_done: Callable[[TargetResult], None] | None,
+                    if_stopped: Callable[[TargetResult], None] | None,
+                    started: float) -> Callable[[str, list[Diagnostic]], None]:
     """``ctx.early``: the result so far with ``stage`` failed (it is known to fail) and the
-    findings given, before the stage ends; ``stage_done`` shows it as it shows a stage's end."""
+    findings given, before the stage ends; ``stage_done`` shows it as it shows a stage's end,
+    ``if_stopped`` gets the verdict as a check stopped now would end with it."""
     def report(stage: str, diagnostics: list[Diagnostic]) -> None:
-        running = StageStatus(stage, StageState.FAILED, 0.0, "its complete findings follow")
-        stage_done(TargetResult(result.name, result.path, result.definition,
-                                [*result.stages, running],
-                                sorted(merge_duplicates(diagnostics), key=sort_key)))
+        found = sorted(merge_duplicates(diagnostics), key=sort_key)
+        if stage_done is not None:
+            running = StageStatus(stage, StageState.FAILED, 0.0, "its complete findings follow")
+            stage_done(TargetResult(result.name, result.path, result.definition,
+                                    [*result.stages, running], found))
+        if if_stopped is not None:
+            stages = _stages_stopped_after_the_verdict(ctx, result.stages,
+                                                       time.perf_counter() - started)
+            stopped = TargetResult(result.name, result.path, result.definition, stages, found,
+                                   summary=dict(ctx.summary))
+            stopped.fix_candidates = fix_candidates(ctx, found)
+            if_stopped(stopped)
 
     return report
 

@@ -88,15 +88,18 @@ class ExportSession:
 
     def run_target(self, target: Target, workspace: Path,
                    stage_done: Callable[[TargetResult], None] | None = None,
-                   sources: Sources | None = None) -> tuple[CheckContext, TargetResult]:
+                   sources: Sources | None = None,
+                   if_stopped: Callable[[TargetResult], None] | None = None,
+                   ) -> tuple[CheckContext, TargetResult]:
         """Check a target and keep its context (model, ONNX program, session) for save/run;
-        ``stage_done`` gets the result so far after each stage."""
+        ``stage_done`` gets the result so far after each stage, ``if_stopped`` the verdict
+        once it is known (exporter/pipeline/runner.py)."""
         from exporter.pipeline.runner import run_pipeline
 
         with isolated_import_path(target.path, workspace):
             context = CheckContext(target, workspace, self.registries, defaults=self.options,
                                    timeout=self.timeout, sources=sources or Sources())
-            return context, run_pipeline(context, stage_done)
+            return context, run_pipeline(context, stage_done, if_stopped)
 
     def check_file(self, path: Path, workspace: Path | None = None,
                    names: Iterable[str] | None = None) -> CheckResult:

@@ -64,3 +64,31 @@ def test_a_check_stopped_at_its_time_limit_keeps_a_known_verdict(
                                              "was known to fail at capture"), case
         assert states["capture"][0] == "failed" and not result.ok
         assert "ONNX901" not in {d.rule for d in result.diagnostics}
+
+
+def test_the_verdict_a_stop_from_outside_would_keep_is_handed_over_once_known(session,
+                                                                              monkeypatch):
+    """What the worker answers when it kills a check stuck in native code (its own timer
+    cannot stop it): the result ``if_stopped`` got as soon as capture failed in every
+    strategy, which is what a stop at that moment by the check's own timer gives."""
+    (found,) = session.discover(GATE / "model.py").targets
+    handed: list = []
+    monkeypatch.setattr(session, "timeout", 60.0)
+    _, result = session.run_target(found, GATE, if_stopped=handed.append)
+    (stopped,) = handed  # once: when the export became known to fail
+    assert [d.rule for d in stopped.diagnostics if d.severity == "error"] == ["ONNX101"]
+    assert [(s.name, s.state.value) for s in stopped.stages] == [
+        ("load", "passed"), ("capture", "failed"), *((s.name, "skipped") for s in
+                                                      runner.STAGES[2:])]
+    assert stopped.stages[1].reason.startswith("stopped at the time limit (60 s) after the "
+                                               "export was known to fail at capture")
+    # the check that did end found the same failure at the same place
+    first = next(d for d in result.diagnostics if d.rule == "ONNX101")
+    assert first.location == stopped.diagnostics[0].location
+
+
+def test_no_verdict_is_handed_over_for_an_export_that_works(session):
+    (found,) = [t for t in session.discover(CLEAN / "factory.py").targets if t.name == "scaled"]
+    handed: list = []
+    _, result = session.run_target(found, CLEAN, if_stopped=handed.append)
+    assert result.ok and handed == []
