@@ -28,9 +28,9 @@ def tolerances(ctx: CheckContext, dtype: np.dtype) -> tuple[float, float]:
     atol, rtol = _TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
     if dtype.kind == "f" and dtype not in _TOLERANCES:  # bfloat16 arrives as float32
         atol, rtol = 1e-2, 1e-2
-    atol = ctx.option("atol", ctx.defaults.atol if ctx.defaults.atol is not None else atol)
-    rtol = ctx.option("rtol", ctx.defaults.rtol if ctx.defaults.rtol is not None else rtol)
-    return float(atol), float(rtol)
+    given = ctx.options  # the pragma's, else the project's; else the dtype's
+    return (float(given.atol if given.atol is not None else atol),
+            float(given.rtol if given.rtol is not None else rtol))
 
 
 def differences(expected: np.ndarray, actual: np.ndarray) -> tuple[float, float]:

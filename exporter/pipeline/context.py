@@ -15,6 +15,7 @@ from exporter.config.options import ExportOptions
 from exporter.findings.diagnostics import Diagnostic, Location, Related
 from exporter.findings.fixes import FixCandidate
 from exporter.findings.rules import Severity
+from exporter.pipeline.target_options import TargetOptions
 from exporter.source.targets import Target
 from exporter.source.text import Sources
 from exporter.source.traces import Frame, Mapped, map_frames, parse_stack_trace
@@ -112,7 +113,8 @@ class CheckContext:
     timeout: float | None = None  # seconds for the whole check; None: no limit
     sources: Sources = field(default_factory=Sources)  # the editor's text of the file, if any
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=dict)  # the pragma's, evaluated at load
+    # the defaults' values, then the pragma's (evaluated at load) or the export call's
+    options: TargetOptions = field(init=False)
     summary: dict[str, Any] = field(default_factory=dict)
     # edits a stage found worth trying for its finding (exporter/pipeline/fix_candidates.py)
     fix_candidates: list[FixCandidate] = field(default_factory=list)
@@ -150,12 +152,12 @@ class CheckContext:
     def need_ran(self) -> Ran:
         return _present(self.ran, "runtime")
 
+    def __post_init__(self) -> None:
+        self.options = TargetOptions.defaulting_to(self.defaults)
+
     @property
     def weightless(self) -> bool:
         return self.target.weights == "none"
-
-    def option(self, key: str, default: Any = None) -> Any:
-        return self.options.get(key, default)
 
     def map_frames(self, frames: list[Frame], hint: str | None = None) -> Mapped | None:
         return map_frames(frames, self.workspace, hint=hint, fallback=self.fallback_location(),

@@ -25,12 +25,9 @@ from exporter.pipeline.intercepted_calls import (
     intercepting,
 )
 from exporter.pipeline.stages.base import StageFailed
+from exporter.pipeline.target_options import EVALUATED_KEYS
 from exporter.pipeline.user_modules import ImportedFile, import_file
 from exporter.source.traces import exception_frames
-
-EVALUATED_KEYS = ("args", "kwargs", "dynamic_shapes", "init", "input_names", "output_names",
-                  "opset", "atol", "rtol", "custom_translation_table")
-
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # torch.onnx colours its errors' steps
 
@@ -139,15 +136,14 @@ def _evaluate_options(ctx: CheckContext, module: types.ModuleType) -> None:
             continue
         try:
             with _device_context(ctx):
-                ctx.options[key] = eval(compile(option.source, str(ctx.target.path), "eval"),
-                                        namespace)
+                ctx.options.set(key, eval(compile(option.source, str(ctx.target.path),
+                                                  "eval"), namespace))
         except (Exception, SystemExit) as error:
             ctx.report("ONNX001", f"Evaluating `{key}={option.source}` raised {_describe(error)}",
                        Location(ctx.target.path, option.range))
             failed = True
-    for key in ("name", "weights", "training"):
-        if key in ctx.target.options:
-            ctx.options[key] = ctx.target.literal(key)
+    if "training" in ctx.target.options:
+        ctx.options.set("training", ctx.target.literal("training"))
     if failed:
         raise StageFailed
     _check_option_types(ctx)
@@ -165,8 +161,8 @@ def _check_option_types(ctx: CheckContext) -> None:
     }
     bad = False
     for key, (kind, description) in expectations.items():
-        if key in ctx.options and not isinstance(ctx.options[key], kind):
-            value = ctx.options[key]
+        value = ctx.options.get(key)
+        if key in ctx.options.given and not isinstance(value, kind):
             ctx.report("ONNX001", f"`{key}` must be {description}, not {type(value).__name__}.",
                        ctx.option_location(key))
             bad = True
@@ -214,15 +210,15 @@ def _build(ctx: CheckContext, factory: Any, interception: Interception
                    "not a torch.nn.Module.")
         raise StageFailed
     if ctx.target.export_call_line is None:  # an export call's modules keep their modes
-        model = model.train() if ctx.option("training", False) else model.eval()
+        model = model.train() if ctx.options.training else model.eval()
     dynamic_shapes = None
-    if "dynamic_shapes" in ctx.options:
-        dynamic_shapes = ctx.options["dynamic_shapes"]
+    if "dynamic_shapes" in ctx.options.given:
+        dynamic_shapes = ctx.options.dynamic_shapes
     elif ctx.target.exportable_module:
         dynamic_shapes = model.dynamic_shapes()
     for key in ("input_names", "output_names"):
-        if key not in ctx.options and ctx.target.exportable_module:
-            ctx.options[key] = getattr(model, key)()
+        if key not in ctx.options.given and ctx.target.exportable_module:
+            ctx.options.set(key, getattr(model, key)())
     ctx.summary["parameters"] = sum(p.numel() for p in model.parameters())
     return model, args, kwargs, dynamic_shapes
 
@@ -231,10 +227,10 @@ def _call_factory(ctx: CheckContext, factory: Any,
                   interception: Interception) -> tuple[Any, tuple, dict[str, Any]]:
     if ctx.target.export_call_line is not None:
         return _from_export_call(ctx, factory, interception)
-    args = ctx.options.get("args")
-    kwargs = ctx.options.get("kwargs")
+    args = ctx.options.args
+    kwargs = ctx.options.kwargs
     if ctx.target.kind == "class":
-        model = factory(**ctx.options.get("init", {}))
+        model = factory(**(ctx.options.init or {}))
     else:
         produced = factory()
         model = produced
@@ -297,13 +293,13 @@ def _from_export_call(ctx: CheckContext, function: Any,
                    f"to `dynamic_shapes`: {_describe(error)}")
         raise StageFailed from error
     if dynamic_shapes is not None:
-        ctx.options["dynamic_shapes"] = dynamic_shapes
+        ctx.options.set("dynamic_shapes", dynamic_shapes)
     for key, option in (("opset_version", "opset"), ("input_names", "input_names"),
                         ("output_names", "output_names"),
                         ("custom_translation_table", "custom_translation_table")):
         if call[key] is not None:
-            ctx.options[option] = call[key]
-    ctx.options["training"] = model.training  # torch.onnx.export keeps the modules' modes
+            ctx.options.set(option, call[key])
+    ctx.options.set("training", model.training)  # torch.onnx.export keeps the modules' modes
     return model, args, kwargs
 
 

@@ -30,7 +30,7 @@ def run(ctx: CheckContext) -> None:
     model (opset conversion, optimization, names), with every missing translation found."""
     opset = requested_opset(ctx)
     captured = ctx.need_captured()
-    registry = ctx.registries.get(opset, ctx.option("custom_translation_table"))
+    registry = ctx.registries.get(opset, ctx.options.custom_translation_table)
     if registry is None:
         _translate_publicly(ctx, opset)
         return
@@ -75,8 +75,8 @@ def run(ctx: CheckContext) -> None:
         # weights="none": the optimizer folds constants, which needs their values
         torch_compat.finish_model(onnx_program, opset,
                                     optimize=ctx.defaults.optimize and not ctx.weightless,
-                                    input_names=ctx.option("input_names"),
-                                    output_names=ctx.option("output_names"))
+                                    input_names=ctx.options.input_names,
+                                    output_names=ctx.options.output_names)
     except Exception as error:
         reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         ctx.report("ONNX202", "Finishing the ONNX model (opset conversion, optimization, "
@@ -219,7 +219,7 @@ def _provenance(node: Any) -> list[str]:
 
 def requested_opset(ctx: CheckContext) -> int:
     """The pragma's opset, else the project's, else torch.onnx.export's default."""
-    opset = ctx.option("opset", ctx.defaults.opset)
+    opset = ctx.options.opset
     return int(opset) if opset is not None else torch_compat.default_opset()
 
 
@@ -265,8 +265,8 @@ def _translate_publicly(ctx: CheckContext, opset: int) -> None:
             ctx.need_captured().program, (), {},
             # weights="none": the optimizer folds constants, which needs their values
             optimize=ctx.defaults.optimize and not ctx.weightless, opset_version=opset,
-            custom_translation_table=ctx.option("custom_translation_table"),
-            input_names=ctx.option("input_names"), output_names=ctx.option("output_names"),
+            custom_translation_table=ctx.options.custom_translation_table,
+            input_names=ctx.options.input_names, output_names=ctx.options.output_names,
         )
     except Exception as error:
         _report_node_error(ctx, error)
