@@ -62,8 +62,7 @@ async def trust_changed(ls: OnnxLensServer, params: Any) -> None:
     await ls.load_settings()  # the workspace's pyproject.toml counts only while trusted
     if trusted:
         await ls.worker.start()
-        for uri in list(ls.workspace.text_documents):
-            ls.request_check(uri)
+        ls.check_open_documents()
         if ls.settings.diagnosticMode == "workspace":
             ls.start_workspace_check()
     else:
@@ -83,7 +82,14 @@ async def did_change_configuration(ls: OnnxLensServer,
                                    params: types.DidChangeConfigurationParams) -> None:
     if isinstance(params.settings, dict) and isinstance(params.settings.get("onnxlens"), dict):
         ls.initialization_settings = params.settings["onnxlens"]
+    before = ls.settings
     await ls.load_settings()
+    if ls.trusted and ls.settings != before:
+        # applied at once, as a restart would, without one: what a check runs with changed,
+        # or only what is shown (a rule ignored); the result cache answers the latter
+        ls.check_open_documents()
+        if before.diagnosticMode == "workspace" == ls.settings.diagnosticMode:
+            ls.start_workspace_check()
 
 
 async def status(ls: OnnxLensServer, params: Any) -> dict[str, Any]:

@@ -319,6 +319,10 @@ class OnnxLensServer(LanguageServer):
         return notebook.text if notebook is not None else \
             self.workspace.get_text_document(uri).source
 
+    def check_open_documents(self) -> None:
+        for uri in list(self.workspace.text_documents):
+            self.request_check(uri)
+
     def request_check(self, uri: str, *, delay: float = 0.0,
                       opened: bool = False) -> asyncio.Task[None] | None:
         if not self.trusted:

@@ -199,6 +199,11 @@ def _save(client: LanguageClient, uri: str) -> None:
         text_document=types.TextDocumentIdentifier(uri=uri)))
 
 
+def _change_settings(client: LanguageClient, settings: dict[str, object]) -> None:
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"onnxlens": settings}))
+
+
 async def _counts(client: LanguageClient) -> tuple[int, int]:
     results = (await server_status(client))["results"]
     return results["checked"], results["reused"]
@@ -239,16 +244,23 @@ async def test_results_are_reused_only_while_their_inputs_are_unchanged(client: 
     assert await _counts_reach(client, (5, 1)) == (5, 1)
     assert sorted(str(d.code) for d in client.diagnostics.get(helper, [])) == ["ONNX201"]
 
-    # A setting that reaches the check (the opset) is part of what must be unchanged.
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"onnxlens": {"opset": 20}}))
-    await _published(client, publishes, uri, lambda: _save(client, uri))
+    # A setting that reaches the check (the opset) is part of what must be unchanged; the
+    # open document is checked again as soon as it changes, without a save or a restart.
+    assert await _published(client, publishes, uri, lambda: _change_settings(
+        client, {"opset": 20})) == []
     assert await _counts_reach(client, (7, 1)) == (7, 1)
 
     # Unchanged again: reused, with the helper's problem still reported.
     assert await _published(client, publishes, uri, lambda: _save(client, uri)) == []
     assert await _counts_reach(client, (8, 2)) == (8, 2)
     assert sorted(str(d.code) for d in client.diagnostics.get(helper, [])) == ["ONNX201"]
+
+    # A setting that changes only what is shown applies at once too, from the reused result.
+    assert await _published(client, publishes, uri, lambda: _change_settings(
+        client, {"opset": 20, "ignore": ["ONNX201"]})) == []
+    assert await _counts_reach(client, (9, 3)) == (9, 3)
+    await wait_for(lambda: list(client.diagnostics.get(helper, [None])) == [],
+                   what="the ignored rule gone from the helper")
 
 
 NO_REUSE = pytest_lsp.ClientServerConfig(
