@@ -386,8 +386,9 @@ class Checker:
         self._publish(check, self._with_suppressions(result, found.targets, check.text))
 
     def _publish(self, check: Snapshot, result: CheckResult, final: bool = True) -> None:
-        """Show ``result``'s diagnostics, as the current settings select them; a ``final``
-        one also becomes the document's state (CodeLens, hover, the SARIF log). An early one
+        """Show ``result``'s diagnostics, as the current settings select them (and rate
+        them); a ``final`` one also becomes the document's state (CodeLens, hover, the
+        commands' counts), seen through the same settings. An early one
         with nothing to show is not published: the previous diagnostics stay until the check
         ends."""
         diagnostics = self.host.filter(merge_duplicates(result.diagnostics))
@@ -400,7 +401,9 @@ class Checker:
                   "" if final else " (early)")
         if final:
             state = self.state(check.uri)
-            state.targets = {t.name: t for t in result.targets}
+            # what CodeLens, hover and the commands count: what the Problems panel shows
+            state.targets = {t.name: replace(t, diagnostics=self.host.filter(t.diagnostics))
+                             for t in result.targets}
             state.version = check.version
         self.host.replace_diagnostics(check.uri, check.version, diagnostics)
         if final:

@@ -192,6 +192,12 @@ async def test_severity_overrides_and_excludes_apply_in_the_editor(tuned: Langua
         found = await diagnostics_for(tuned, checked, lambda d: len(d) == 2)
         assert {(d.code, d.severity) for d in found} == {
             ("ONNX201", types.DiagnosticSeverity.Warning)}
+        # the CodeLens counts what the Problems panel shows: two warnings, no problem
+        lenses = await tuned.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=checked)))
+        (title,) = [lens.command.title for lens in lenses
+                    if lens.command and lens.command.command == "onnxlens.showReport"]
+        assert title.startswith("✓ ONNX") and title.endswith("2 warnings"), title
         assert await diagnostics_for(tuned, excluded) == []  # never checked
         assert (await server_status(tuned))["results"]["checked"] == 1
     finally:
