@@ -6,7 +6,7 @@ import { execFileSync } from "child_process";
 import { expect, test } from "@playwright/test";
 import * as path from "path";
 import { vscodeSession } from "./session";
-import { openFile, screenshot, statusItem } from "./workbench";
+import { expectStatus, openFile, screenshot } from "./workbench";
 
 let bare = "";
 const session = vscodeSession(true, (home) => {
@@ -22,6 +22,6 @@ test("missing export packages are named, with an action that installs them", asy
   await expect(toast).toBeVisible({ timeout: 120_000 });
   await expect(toast).toContainText(path.join(bare, "bin", "python"));
   await expect(toast.getByRole("button", { name: "Install torch, onnx, onnxscript, onnxruntime" })).toBeVisible();
-  await expect(statusItem(page)).toContainText("ONNX: worker down");
+  await expectStatus(page, "ONNX: worker down");
   await screenshot(page, "missing-packages");
 });

@@ -11,12 +11,12 @@ import {
   clearNotifications,
   codeLens,
   expectProblems,
+  expectStatus,
   goToLine,
   openFile,
   problems,
   runCommand,
   screenshot,
-  statusItem,
   token,
   webviewFrame,
 } from "./workbench";
@@ -31,7 +31,7 @@ test("a failing model's problems are listed at their lines", async () => {
   const found = await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
   expect(found.find((p) => p.line === 14)?.text).toContain("`aten::i0` has no ONNX translation");
   await expect(page.locator(".monaco-editor .squiggly-error").first()).toBeVisible();
-  await expect(statusItem(page)).toContainText("ONNX: 3 problems");
+  await expectStatus(page, "ONNX: 3 problems");
   const processes = recordProcesses(server).map((p) => p.command);
   expect(processes.some((c) => c.includes("onnxlens_server.py"))).toBe(true);
   expect(processes.some((c) => c.includes("export_worker.process"))).toBe(true);
@@ -140,7 +140,7 @@ test("a quick fix makes its diagnostic go", async () => {
   await screenshot(page, "quick-fix-applied");
 });
 
-test("a settings change restarts the server with the new settings", async () => {
+test("a settings change applies in the running server, without a restart", async () => {
   const { page, server } = session;
   await openFile(page, "failing/special_functions.py");
   await expectProblems(page, [["ONNX201", 14], ["ONNX101", 15], ["ONNX201", 17]]);
@@ -148,11 +148,10 @@ test("a settings change restarts the server with the new settings", async () => 
   expect(before).toBeDefined();
   updateWorkspaceSettings(server, { "onnxlens.ignore": ["ONNX101"] });
   await expectProblems(page, [["ONNX201", 14], ["ONNX201", 17]]);
-  const after = languageServerPid(server);
-  expect(after).toBeDefined();
-  expect(after).not.toBe(before);
-  await expect(statusItem(page)).toContainText("ONNX: 2 problems");
-  await screenshot(page, "settings-restart");
+  expect(languageServerPid(server)).toBe(before); // the server, and its warm torch worker, stayed
+  await expectStatus(page, "ONNX: 2 problems");
+  await expect(codeLens(page, "✗ ONNX · 2 problems")).toBeVisible(); // counts what is shown
+  await screenshot(page, "settings-applied");
 });
 
 test("Restart language server starts a new server that checks again", async () => {

@@ -6,11 +6,11 @@ import {
   clearNotifications,
   codeLens,
   expectProblems,
+  expectStatus,
   openFile,
   problems,
   runCommand,
   screenshot,
-  statusItem,
 } from "./workbench";
 
 const session = vscodeSession(false);
@@ -18,7 +18,7 @@ const session = vscodeSession(false);
 test("an untrusted workspace runs no model code until it is trusted", async () => {
   const { page, server } = session;
   await openFile(page, "failing/special_functions.py");
-  await expect(statusItem(page)).toContainText("ONNX: restricted", { timeout: 120_000 });
+  await expectStatus(page, "ONNX: restricted", 120_000);
   // The server is up (it answers CodeLens) but has started no worker.
   await expect(page.locator(".codelens-decoration", { hasText: "not checked (workspace not trusted)" }).first())
     .toBeVisible({ timeout: 120_000 });

@@ -26,8 +26,13 @@ export async function openWorkbench(page: Page, url: string, trust: boolean): Pr
   await expect(page.locator(".monaco-dialog-box")).toHaveCount(0);
 }
 
-export function statusItem(page: Page): Locator {
-  return page.locator(".statusbar-item", { hasText: /ONNX/ }).first();
+/**
+ * Wait until onnxlens's language status item says `text`. It lives in the `{}` entry beside the
+ * language mode, whose accessible label lists every language status item's text and detail.
+ */
+export async function expectStatus(page: Page, text: string, timeout = 30_000): Promise<void> {
+  const escaped = text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  await expect(page.locator('[id="status.languageStatus"]')).toHaveAttribute("aria-label", new RegExp(escaped), { timeout });
 }
 
 export async function runCommand(page: Page, title: string): Promise<void> {

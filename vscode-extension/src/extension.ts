@@ -1,19 +1,25 @@
 /**
  * The onnxlens VS Code extension: starts the bundled language server with the chosen Python,
- * restarts it when the interpreter or a setting changes, forwards Workspace Trust, and shows
- * the server's state in the status bar.
+ * restarts it when the interpreter changes, tells it when its settings change (it applies them
+ * live), forwards Workspace Trust, and shows the server's state as a language status item.
  */
 import * as path from "path";
 import * as vscode from "vscode";
-import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
+import {
+  DidChangeConfigurationNotification,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+} from "vscode-languageclient/node";
 import { executeCommand, showInGraph } from "./commands";
 import { editorsNotification } from "./editors";
 import { GraphPayload, graphPanel } from "./graphPanel";
 import { describeChoice, InterpreterChoice } from "./interpreter";
 import { InstallPlan, judgeProbe, ProbeResult } from "./probe";
 import { installPackages, onPythonEnvironmentChange, probeInterpreter, resolveInterpreter } from "./python";
-import { needsRestart, serverSettings } from "./settings";
-import { SHOW_OUTPUT, ServerPhase, StatusInputs, statusView } from "./status";
+import { configurationChange, serverSettings } from "./settings";
+import { ProblemCount, SHOW_OUTPUT, ServerPhase, StatusInputs, StatusSeverity, statusView } from "./status";
 
 interface ServerStateNotification {
   trusted: boolean;
@@ -26,7 +32,8 @@ class OnnxLens {
   private interpreter: InterpreterChoice | undefined;
   private restarting: Promise<void> = Promise.resolve();
   private editorWatchers: vscode.Disposable[] = [];
-  private readonly status: vscode.StatusBarItem;
+  private readonly status: vscode.LanguageStatusItem;
+  private readonly problems = new ProblemCount();
   private state: StatusInputs = {
     server: "stopped",
     trusted: vscode.workspace.isTrusted,
@@ -38,9 +45,10 @@ class OnnxLens {
 
   constructor(
     private readonly context: vscode.ExtensionContext,
-    readonly output: vscode.OutputChannel,
+    readonly output: vscode.LogOutputChannel,
   ) {
-    this.status = vscode.window.createStatusBarItem("onnxlens.status", vscode.StatusBarAlignment.Left, 50);
+    // Python files and notebook cells: where onnxlens finds its targets
+    this.status = vscode.languages.createLanguageStatusItem("onnxlens.status", { language: "python" });
     this.status.name = "onnxlens";
     context.subscriptions.push(this.status);
   }
@@ -51,18 +59,32 @@ class OnnxLens {
     this.state = { ...this.state, ...change };
     const view = statusView(this.state);
     this.status.text = view.text;
-    this.status.tooltip = view.tooltip;
+    this.status.detail = view.detail;
+    this.status.severity = SEVERITY[view.severity];
+    this.status.busy = view.busy;
     this.status.command = view.command;
-    this.status.backgroundColor = view.background ? new vscode.ThemeColor(view.background) : undefined;
-    this.status.show();
   }
 
-  countProblems(): void {
-    let problems = 0;
-    for (const [, diagnostics] of vscode.languages.getDiagnostics()) {
-      problems += diagnostics.filter((d) => d.source === "onnxlens").length;
+  /** Count onnxlens's diagnostics again, for the documents whose diagnostics changed only. */
+  countProblems(uris: readonly vscode.Uri[]): void {
+    for (const uri of uris) {
+      const ours = vscode.languages.getDiagnostics(uri).filter((d) => d.source === "onnxlens").length;
+      this.problems.set(uri.toString(), ours);
     }
-    this.update({ problems });
+    this.update({ problems: this.problems.total });
+  }
+
+  /** The server's settings changed: it reads them again, and keeps its warm worker. */
+  async reloadSettings(): Promise<void> {
+    await this.restarting; // a restart under way starts with the new settings anyway
+    const client = this.client;
+    if (client === undefined || !client.isRunning()) {
+      return;
+    }
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const settings = serverSettings((key) => vscode.workspace.getConfiguration("onnxlens", folder?.uri).get(key));
+    this.output.info("The onnxlens settings changed: the server reads them again");
+    await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { onnxlens: settings } });
   }
 
   // -- interpreter -------------------------------------------------------------------------
@@ -74,7 +96,7 @@ class OnnxLens {
       probe = await probeInterpreter(choice, this.context.extensionPath);
     } catch (error) {
       const message = `onnxlens cannot start Python ${describeChoice(choice)}: ${(error as Error).message}`;
-      this.output.appendLine(message);
+      this.output.error(message);
       void vscode.window.showErrorMessage(message, "Open Settings").then((answer) => {
         if (answer) {
           void vscode.commands.executeCommand("workbench.action.openSettings", "onnxlens.interpreter");
@@ -85,12 +107,12 @@ class OnnxLens {
     const verdict = judgeProbe(probe);
     this.update({ missing: verdict.kind === "missing" ? verdict.packages : [] });
     if (verdict.kind === "too-old") {
-      this.output.appendLine(verdict.message);
+      this.output.error(verdict.message);
       void vscode.window.showErrorMessage(verdict.message);
       return false;
     }
     if (verdict.kind === "missing") {
-      this.output.appendLine(verdict.message);
+      this.output.warn(verdict.message);
       const install = `Install ${verdict.packages.join(", ")}`;
       void vscode.window.showErrorMessage(verdict.message, install, "Choose Interpreter").then((answer) => {
         if (answer === install) {
@@ -105,7 +127,7 @@ class OnnxLens {
 
   /** Install the plan into the interpreter with pip, in visible tasks; restart when done. */
   private async install(choice: InterpreterChoice, plan: InstallPlan): Promise<void> {
-    this.output.appendLine(`onnxlens: ${plan.description}`);
+    this.output.info(`onnxlens: ${plan.description}`);
     const exitCode = await installPackages(choice, plan);
     if (exitCode === 0) {
       await this.restart("the export packages were installed");
@@ -158,7 +180,7 @@ class OnnxLens {
     this.update({ server: "starting", workerState: "stopped", checking: 0, trusted: vscode.workspace.isTrusted });
     const choice = await resolveInterpreter(this.output);
     this.interpreter = choice;
-    this.output.appendLine(`Starting the onnxlens server with ${describeChoice(choice)}`);
+    this.output.info(`Starting the onnxlens server with ${describeChoice(choice)}`);
     if (!(await this.probe(choice))) {
       this.update({ server: "failed" });
       return;
@@ -185,7 +207,7 @@ class OnnxLens {
     try {
       await client.start();
     } catch (error) {
-      this.output.appendLine(`The onnxlens server did not start: ${String(error)}`);
+      this.output.error(`The onnxlens server did not start: ${String(error)}`);
       this.update({ server: "failed" });
       return;
     }
@@ -221,7 +243,7 @@ class OnnxLens {
       try {
         await client.stop(10000);
       } catch (error) {
-        this.output.appendLine(`The onnxlens server did not stop cleanly: ${String(error)}`);
+        this.output.warn(`The onnxlens server did not stop cleanly: ${String(error)}`);
       }
     }
     this.update({ server: "stopped" });
@@ -230,7 +252,7 @@ class OnnxLens {
   /** Restarts run one after another, so a burst of setting changes cannot interleave them. */
   restart(reason: string): Promise<void> {
     this.restarting = this.restarting.then(async () => {
-      this.output.appendLine(`Restarting the onnxlens server: ${reason}`);
+      this.output.info(`Restarting the onnxlens server: ${reason}`);
       await this.stop();
       await this.start();
     });
@@ -249,10 +271,16 @@ class OnnxLens {
   }
 }
 
+const SEVERITY: Record<StatusSeverity, vscode.LanguageStatusSeverity> = {
+  information: vscode.LanguageStatusSeverity.Information,
+  warning: vscode.LanguageStatusSeverity.Warning,
+  error: vscode.LanguageStatusSeverity.Error,
+};
+
 let lens: OnnxLens | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  const output = vscode.window.createOutputChannel("onnxlens");
+  const output = vscode.window.createOutputChannel("onnxlens", { log: true });
   context.subscriptions.push(output);
   lens = new OnnxLens(context, output);
   const current = lens;
@@ -260,11 +288,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("onnxlens.restartServer", () => current.restart("asked for")),
     vscode.commands.registerCommand(SHOW_OUTPUT, () => output.show(true)),
     vscode.commands.registerCommand("onnxlens.showInGraph", () => showInGraph()),
-    vscode.languages.onDidChangeDiagnostics(() => current.countProblems()),
+    vscode.languages.onDidChangeDiagnostics((event) => current.countProblems(event.uris)),
     vscode.workspace.onDidGrantWorkspaceTrust(() => current.trustGranted()),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (needsRestart((section) => event.affectsConfiguration(section))) {
-        void current.restart("the settings changed");
+      const change = configurationChange((section) => event.affectsConfiguration(section));
+      if (change === "restart") {
+        void current.restart("the interpreter setting changed");
+      } else if (change === "reload") {
+        void current.reloadSettings();
       }
     }),
   );

@@ -17,7 +17,7 @@ async function pythonExtensionApi() {
 }
 
 /** The Python extension's active environment, when that extension is installed. */
-async function pythonExtensionInterpreter(resource: vscode.Uri | undefined, log: vscode.OutputChannel) {
+async function pythonExtensionInterpreter(resource: vscode.Uri | undefined, log: vscode.LogOutputChannel) {
   try {
     const api = await pythonExtensionApi();
     if (api === undefined) {
@@ -27,12 +27,12 @@ async function pythonExtensionInterpreter(resource: vscode.Uri | undefined, log:
     const resolved = await api.environments.resolveEnvironment(active);
     return resolved?.executable.uri?.fsPath ?? active.path;
   } catch (error) {
-    log.appendLine(`The Python extension did not name an interpreter: ${String(error)}`);
+    log.warn(`The Python extension did not name an interpreter: ${String(error)}`);
     return undefined;
   }
 }
 
-export async function resolveInterpreter(log: vscode.OutputChannel): Promise<InterpreterChoice> {
+export async function resolveInterpreter(log: vscode.LogOutputChannel): Promise<InterpreterChoice> {
   const folder = vscode.workspace.workspaceFolders?.[0];
   const trusted = vscode.workspace.isTrusted;
   return chooseInterpreter({
@@ -47,7 +47,7 @@ export async function resolveInterpreter(log: vscode.OutputChannel): Promise<Int
 /** Call `changed` when the Python extension's active environment changes (if installed). */
 export async function onPythonEnvironmentChange(
   context: vscode.ExtensionContext,
-  log: vscode.OutputChannel,
+  log: vscode.LogOutputChannel,
   changed: () => void,
 ): Promise<void> {
   try {
@@ -56,7 +56,7 @@ export async function onPythonEnvironmentChange(
       context.subscriptions.push(api.environments.onDidChangeActiveEnvironmentPath(changed));
     }
   } catch (error) {
-    log.appendLine(`Not following the Python extension's environment: ${String(error)}`);
+    log.warn(`Not following the Python extension's environment: ${String(error)}`);
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * The server's settings (exporter/config/options.py) as VS Code stores them under `onnxlens.*`,
- * and which configuration changes need a server restart.
+ * and what a configuration change asks of the extension.
  */
 
 /** Settings the server reads; each is passed through unchanged. */
@@ -55,7 +55,14 @@ export function serverSettings(read: SettingReader): Record<string, unknown> {
   return settings;
 }
 
-/** True when a configuration change touches a setting that the running server depends on. */
-export function needsRestart(affects: (section: string) => boolean): boolean {
-  return [...SERVER_SETTINGS, ...CLIENT_SETTINGS].some((key) => affects(`onnxlens.${key}`));
+/**
+ * What a configuration change asks of the extension: a new interpreter needs a new server
+ * (`restart`); the server applies its own settings live (`reload`: it is told and reads them
+ * again, its torch worker stays warm); anything else is not ours (`none`).
+ */
+export function configurationChange(affects: (section: string) => boolean): "restart" | "reload" | "none" {
+  if (CLIENT_SETTINGS.some((key) => affects(`onnxlens.${key}`))) {
+    return "restart";
+  }
+  return SERVER_SETTINGS.some((key) => affects(`onnxlens.${key}`)) ? "reload" : "none";
 }

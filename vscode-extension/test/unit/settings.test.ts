@@ -1,6 +1,6 @@
 import { expect, test } from "@playwright/test";
 import manifest from "../../package.json";
-import { needsRestart, SERVER_SETTINGS, serverSettings } from "../../src/settings";
+import { configurationChange, SERVER_SETTINGS, serverSettings } from "../../src/settings";
 
 /** The setting keys the server accepts (exporter/config/options.py), as the server names them. */
 const SERVER_KEYS = ["trigger", "debounceMs", "timeoutSeconds", "memoryLimitMB", "atol", "rtol", "opset",
@@ -39,15 +39,20 @@ test.describe("serverSettings", () => {
   });
 });
 
-test.describe("needsRestart", () => {
-  test("restarts for the interpreter and for server settings", () => {
-    expect(needsRestart((s) => s === "onnxlens.interpreter")).toBe(true);
-    expect(needsRestart((s) => s === "onnxlens.opset")).toBe(true);
-    expect(needsRestart((s) => s === "onnxlens.sarif.outputDirectory")).toBe(true);
+test.describe("configurationChange", () => {
+  test("restarts the server only for the interpreter", () => {
+    expect(configurationChange((s) => s === "onnxlens.interpreter")).toBe("restart");
+    expect(configurationChange((s) => s === "onnxlens.interpreter" || s === "onnxlens.opset")).toBe("restart");
   });
 
-  test("does not restart for the message trace or other extensions' settings", () => {
-    expect(needsRestart((s) => s === "onnxlens.trace.server")).toBe(false);
-    expect(needsRestart((s) => s === "python.defaultInterpreterPath")).toBe(false);
+  test("reloads the settings in the running server for every server setting", () => {
+    for (const key of SERVER_SETTINGS) {
+      expect(configurationChange((s) => s === `onnxlens.${key}`)).toBe("reload");
+    }
+  });
+
+  test("does nothing for the message trace or other extensions' settings", () => {
+    expect(configurationChange((s) => s === "onnxlens.trace.server")).toBe("none");
+    expect(configurationChange((s) => s === "python.defaultInterpreterPath")).toBe("none");
   });
 });
