@@ -55,13 +55,22 @@ if [ "${ONNXLENS_SKIP_OTHER_TORCH:-0}" != "1" ] && [ -z "${ONNXLENS_VENV:-}" ]; 
         [ "$torch_version" != "$primary" ] && others+=("$torch_version")
     done
 fi
-prepare_others() {
-    for torch_version in "${others[@]}"; do
-        ONNXLENS_TORCH="$torch_version" bash "$repo/scripts/setup.sh" || return
-    done
-}
-prepare_others >"$logs/others" 2>&1 &
-others_job=$!
+# One after another (each is gigabytes of downloads and unpacking), but each leg waits only for
+# its own venv: on a fresh machine the first other torch's tests start while the next one
+# still installs.
+declare -A prepared  # torch version -> the pid of the background step that installs it
+previous_install=""
+for torch_version in "${others[@]}"; do
+    (
+        if [ -n "$previous_install" ]; then
+            # not `wait`: that works only for the shell's own children
+            while kill -0 "$previous_install" 2>/dev/null; do sleep 2; done
+        fi
+        ONNXLENS_TORCH="$torch_version" bash "$repo/scripts/setup.sh"
+    ) >"$logs/others-$torch_version" 2>&1 &
+    prepared[$torch_version]=$!
+    previous_install=$!
+done
 extension=1
 [ "${ONNXLENS_SKIP_EXTENSION:-0}" = "1" ] && extension=0
 if [ "$extension" = 1 ]; then
@@ -120,10 +129,12 @@ fi
 
 # The same verdicts on every torch a user has: the other tested torches, each in its venv.
 other_status=0
-wait "$others_job" || other_status=$?
-cat "$logs/others"
 for torch_version in "${others[@]}"; do
     [ "$other_status" -ne 0 ] && break
+    wait "${prepared[$torch_version]}" || other_status=$?
+    cat "$logs/others-$torch_version"
+    [ "$other_status" -ne 0 ] && break
+    phase_done "waiting for torch $torch_version's venv"
     echo "test: torch $torch_version: the tests that depend on torch"
     junit_for "$torch_version"
     "$repo/.venv-torch$torch_version/bin/python" -m pytest "${parallel[@]}" \
