@@ -128,6 +128,10 @@ class CheckContext:
     # graph) only adds findings; a check stopped at its time limit then ends with its verdict
     # (exporter/pipeline/runner.py)
     known_failure: list[Diagnostic] | None = None
+    # from then on, the search for more problems ends at this moment (time.monotonic(); None:
+    # no budget) after this many seconds (exporter/pipeline/after_verdict.py)
+    after_verdict_deadline: float | None = None
+    after_verdict_budget: float = 0.0
 
     # The stages' products, in order (None: the stage did not run or did not succeed).
     loaded: Loaded | None = None

@@ -16,6 +16,7 @@ from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, merge_duplicates, sort_key
 from exporter.findings.result import StageState, StageStatus, TargetResult
+from exporter.pipeline import after_verdict
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.fix_candidates import fix_candidates
 from exporter.pipeline.stages import capture, dynamic, load, numerics, runtime, translate, validate
@@ -181,6 +182,11 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
     reason = stage.blocked(ctx)
     if reason:
         return StageStatus(stage.name, StageState.SKIPPED, 0.0, reason)
+    # after the verdict, the stages on the draft export's graph share its search's budget
+    deadline = ctx.after_verdict_deadline if stage.name not in ("load", "capture") else None
+    if deadline is not None and time.monotonic() >= deadline:
+        return StageStatus(stage.name, StageState.SKIPPED, 0.0,
+                           after_verdict.why_stopped(ctx.after_verdict_budget))
     before = len(ctx.diagnostics)
     started = time.perf_counter()
     state, reason = StageState.PASSED, ""
@@ -188,12 +194,14 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
         with _quiet(), (speedups.tracing(capturing=stage.name == "capture")
                         if stage.traces else nullcontext()), \
                 (_user_frames_kept(ctx) if stage.traces else nullcontext()), \
-                _call_context(ctx):
+                _call_context(ctx), after_verdict.spending(deadline):
             stage.run(ctx)
-    except StageFailed:
-        state = StageState.FAILED
+    except StageFailed as failed:
+        state, reason = StageState.FAILED, str(failed)
     except StageSkipped as skipped:
         state, reason = StageState.SKIPPED, str(skipped)
+    except after_verdict.BudgetSpent:
+        state, reason = StageState.SKIPPED, after_verdict.why_stopped(ctx.after_verdict_budget)
     except Exception as error:
         logging.getLogger(__name__).debug("stage %s crashed", stage.name, exc_info=True)
         summary = traceback.format_exception_only(type(error), error)[-1].strip()

@@ -29,6 +29,9 @@ SHORTCUTS: dict[str, str] = {
                              "is made once per check, for both guard searches",
     "warm-imports": "installed packages a check imported are imported by the worker before "
                     "it forks the next check",
+    "after-verdict-budget": "once the export is known to fail, the search for more problems "
+                            "(the draft export, the stages on its graph) gets a time budget "
+                            "from the failed capture's time",
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import torch
 
 from exporter.findings.diagnostics import Diagnostic, Location, Related
+from exporter.pipeline import after_verdict
 from exporter.pipeline.context import Captured, CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.locating import guards_a_dimension, report_guard, stack_frames
@@ -36,6 +38,7 @@ _EXCEPTION_RULES: list[tuple[str, re.Pattern[str]]] = [
 def run(ctx: CheckContext) -> None:
     loaded = ctx.need_loaded()
     dynamic_shapes = torch_compat.dynamic_shapes_for_export(loaded.dynamic_shapes)
+    started = time.monotonic()
     with torch_compat.recording_shape_guards() as guards:
         attempts = torch_compat.capture(loaded.model, *fresh_copy(loaded.args, loaded.kwargs),
                                         dynamic_shapes)
@@ -48,12 +51,14 @@ def run(ctx: CheckContext) -> None:
     # Every strategy torch.onnx.export tries failed: the export fails here. A draft export
     # finds every capture problem at once; torch.onnx reports the first strategy's error.
     first_error = next(a.error for a in attempts if a.error is not None)
-    _know_the_failure(ctx, first_error)
-    draft, _ = _draft_export(ctx, dynamic_shapes)
+    _know_the_failure(ctx, first_error, time.monotonic() - started)
+    draft, error = _draft_export(ctx, dynamic_shapes)
     report = torch_compat.draft_failures(draft) if draft is not None else None
     found = _report_draft_failures(ctx, draft, *report) if report is not None else []
     if not found:
         _report_exception(ctx, first_error)
+    if isinstance(error, after_verdict.BudgetSpent):
+        raise StageFailed(after_verdict.why_stopped(ctx.after_verdict_budget)) from first_error
     if draft is None or not found:
         raise StageFailed from first_error
     ctx.captured = Captured(draft, "draft")
@@ -68,11 +73,16 @@ def run(ctx: CheckContext) -> None:
         )
 
 
-def _know_the_failure(ctx: CheckContext, error: BaseException) -> None:
+def _know_the_failure(ctx: CheckContext, error: BaseException,
+                      capture_seconds: float) -> None:
     """The export is known to fail here once every strategy failed: torch's first error is
     the verdict (``ctx.known_failure``), shown at once (``ctx.early``, published by the
     language server) while the draft export, which can take several times the capture,
-    collects every problem; its list replaces this one."""
+    collects every problem; its list replaces this one. From here the search for more
+    problems runs on a budget (exporter/pipeline/after_verdict.py)."""
+    ctx.after_verdict_deadline = after_verdict.deadline_after(capture_seconds)
+    if ctx.after_verdict_deadline is not None:
+        ctx.after_verdict_budget = ctx.after_verdict_deadline - time.monotonic()
     before = len(ctx.diagnostics)
     _report_exception(ctx, error)
     ctx.known_failure = ctx.diagnostics[before:]
@@ -95,14 +105,17 @@ def _note_draft_capture(ctx: CheckContext, diagnostic: Diagnostic) -> None:
     ctx.diagnostics[index] = noted
 
 
-def _draft_export(ctx: CheckContext, dynamic_shapes: Any) -> tuple[Any, Exception | None]:
+def _draft_export(ctx: CheckContext, dynamic_shapes: Any
+                  ) -> tuple[Any, BaseException | None]:
+    """The draft export's program, or None and why (an error, or its budget spent)."""
     loaded = ctx.need_loaded()
     args, kwargs = fresh_copy(loaded.args, loaded.kwargs)
     try:
-        program = torch.export.draft_export(
-            loaded.model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False
-        )
-    except Exception as error:
+        with after_verdict.spending(ctx.after_verdict_deadline):
+            program = torch.export.draft_export(
+                loaded.model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False
+            )
+    except (Exception, after_verdict.BudgetSpent) as error:
         return None, error
     return program, None
 

@@ -24,9 +24,12 @@ from tests.conftest import FIXTURES, REPO
 # result-reuse belongs to the language server (tests/lsp/test_reuse.py switches it off) and
 # warm-imports to the export worker (tests/corpus/test_corpus.py, tests/lsp/test_warm_imports.py);
 # strict-recapture-once acts only where both guard searches run, which none of these files
-# makes happen (tests/exporter/pipeline/test_strict_recapture.py)
+# makes happen (tests/exporter/pipeline/test_strict_recapture.py); after-verdict-budget only
+# where its budget is spent, which none of these files' checks comes near
+# (tests/exporter/pipeline/test_after_verdict.py spends it, with the switch off and on)
 CHECK_SHORTCUTS = sorted(set(shortcuts.SHORTCUTS)
-                         - {"result-reuse", "warm-imports", "strict-recapture-once"})
+                         - {"result-reuse", "warm-imports", "strict-recapture-once",
+                            "after-verdict-budget"})
 
 
 def _files() -> list[tuple[Path, Path]]:

@@ -1,0 +1,127 @@
+"""The search for more problems after the verdict runs on a budget
+(exporter/pipeline/after_verdict.py): spent, it stops the draft export or a stage on the
+draft's graph, and the verdict (the export fails, at torch's first error) is the one the
+check without the budget gives; the check's own time limit keeps its time meanwhile."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import time
+
+import pytest
+import torch
+
+from exporter.pipeline import after_verdict, runner
+from exporter.toolchain import shortcuts
+from tests.conftest import FIXTURES
+
+# models whose capture fails in every strategy (each file's targets, different causes:
+# a branch on a value, a size from a value, views and reshapes under dynamic dimensions)
+FAILING = [("data_dependent_branch", "Gate"), ("data_dependent_size", "Repeated"),
+           ("data_dependent_dynamic", "ReshapedGate"), ("data_dependent_dynamic", "MaxGate"),
+           ("data_dependent_dynamic", "ExpandGate")]
+
+
+def _slow(function, seconds):
+    def slowed(*args, **kwargs):
+        time.sleep(seconds)
+        return function(*args, **kwargs)
+
+    return slowed
+
+
+def _check(session, fixture, name):
+    workspace = FIXTURES / fixture
+    (target,) = [t for t in session.discover(workspace / "model.py").targets if t.name == name]
+    return session.run_target(target, workspace)[1]
+
+
+def _verdict(result):
+    """What the budget must not change: failing or not, and torch's first error (the known
+    verdict: its rule and line) among the errors."""
+    errors = {(d.rule, d.location.range.start.line) for d in result.diagnostics
+              if d.severity == "error"}
+    return result.ok, errors
+
+
+@pytest.fixture
+def tiny_budget(monkeypatch):
+    monkeypatch.setattr(after_verdict, "MINIMUM_SECONDS", 0.5)
+    monkeypatch.setattr(after_verdict, "FACTOR", 0.0)
+
+
+@pytest.mark.parametrize("fixture, name", FAILING)
+def test_a_spent_budget_in_the_draft_export_keeps_the_verdict(session, monkeypatch, tiny_budget,
+                                                              fixture, name):
+    monkeypatch.setattr(torch.export, "draft_export", _slow(torch.export.draft_export, 3))
+    cut = _check(session, fixture, name)
+    capture = cut.stage("capture")
+    assert capture is not None and capture.state.value == "failed"
+    assert capture.reason.startswith("onnxlens's search for more problems after the verdict "
+                                     "was stopped at its budget")
+    monkeypatch.setenv(shortcuts.ENVIRONMENT_VARIABLE, "after-verdict-budget")
+    whole = _check(session, fixture, name)
+    assert not whole.stage("capture").reason  # the draft export ran to its end
+    assert not cut.ok and not whole.ok
+    # the cut check says torch's first error, which the whole check's list holds too
+    assert _verdict(cut)[1] and _verdict(cut)[1] <= _verdict(whole)[1] | _known(whole), name
+
+
+def _known(result):
+    return {(d.rule, d.location.range.start.line) for d in result.diagnostics}
+
+
+def test_a_spent_budget_in_a_stage_on_the_drafts_graph_skips_it(session, monkeypatch,
+                                                               tiny_budget):
+    def translate_slowly(ctx):
+        time.sleep(5)
+
+    monkeypatch.setattr(runner, "STAGES", tuple(
+        dataclasses.replace(stage, run=translate_slowly) if stage.name == "translate" else stage
+        for stage in runner.STAGES))
+    result = _check(session, "data_dependent_branch", "Gate")
+    translate = result.stage("translate")
+    assert translate is not None and translate.state.value == "skipped"
+    assert "stopped at its budget" in translate.reason and translate.seconds < 4
+    assert [d.rule for d in result.diagnostics if d.severity == "error"] == ["ONNX101"]
+
+
+def test_a_budget_inside_the_checks_time_limit_leaves_the_limit_its_time():
+    fired: list[float] = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(time.monotonic()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 2.0)
+        started = time.monotonic()
+        with pytest.raises(after_verdict.BudgetSpent), \
+                after_verdict.spending(time.monotonic() + 0.3):
+            time.sleep(1)
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 1.4 < left < 1.75  # the limit's 2 s, less the 0.3 s spent in the budget
+        time.sleep(left + 0.3)
+        assert len(fired) == 1 and fired[0] - started == pytest.approx(2.0, abs=0.25)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_limit_that_ends_first_fires_as_it_would_have():
+    fired: list[float] = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(time.monotonic()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with after_verdict.spending(time.monotonic() + 5):
+            time.sleep(0.6)
+        assert len(fired) == 1
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_no_budget_with_the_shortcut_off(monkeypatch):
+    monkeypatch.setenv(shortcuts.ENVIRONMENT_VARIABLE, "after-verdict-budget")
+    assert after_verdict.deadline_after(100.0) is None
+    monkeypatch.delenv(shortcuts.ENVIRONMENT_VARIABLE)
+    deadline = after_verdict.deadline_after(100.0)
+    assert deadline is not None
+    assert deadline - time.monotonic() == pytest.approx(200.0, abs=1)
