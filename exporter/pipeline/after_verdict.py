@@ -1,14 +1,15 @@
 """onnxlens's search for more problems once the export is known to fail (the draft export and
-the later stages on its graph) runs on a time budget of its own.
+the later stages on its graph) runs on a budget of its own.
 
 The plain exporter stops at its first error; onnxlens then runs a draft export to find every
 capture problem at once, and checks the draft's graph. On most models that costs about what
 the failed capture cost; on some it is ten times that (a detection model's draft export
 spent 180 s in sympy after an 18 s capture), so the budget follows the failed capture's own
-time: ``max(MINIMUM_SECONDS, FACTOR × capture)``. When it is spent, the verdict (torch's first
-error, already known) is the answer and the stage says the search was cut short. The verdict
-never depends on the budget: only the list of further problems can be shorter. The shortcut
-``after-verdict-budget`` (exporter/toolchain/shortcuts.py) switches it off."""
+time: ``max(MINIMUM_SECONDS, FACTOR × capture)``, both in the process's CPU time. When it is
+spent, the verdict (torch's first error, already known) is the answer and the stage says the
+search was cut short. The verdict never depends on the budget: only the list of further
+problems can be shorter. The shortcut ``after-verdict-budget``
+(exporter/toolchain/shortcuts.py) switches it off."""
 
 from __future__ import annotations
 
@@ -30,46 +31,43 @@ class BudgetSpent(BaseException):
 
 
 def deadline_after(capture_seconds: float) -> float | None:
-    """The moment (``time.monotonic()``) the search for more problems ends, counted from now:
-    None with the shortcut off."""
+    """The moment the search for more problems ends, in this process's CPU time
+    (``time.process_time()``), counted from now; ``capture_seconds`` is CPU time too. None
+    with the shortcut off.
+
+    CPU time, not wall time: what a check lists must not depend on what else the machine
+    runs (a busy CI runner, other checks beside it)."""
     if not shortcuts.enabled("after-verdict-budget"):
         return None
-    return time.monotonic() + max(MINIMUM_SECONDS, FACTOR * capture_seconds)
+    return time.process_time() + max(MINIMUM_SECONDS, FACTOR * capture_seconds)
 
 
 def why_stopped(budget_seconds: float) -> str:
     return (f"onnxlens's search for more problems after the verdict was stopped at its budget "
-            f"({budget_seconds:.0f} s, from the failed capture's time): there may be others")
+            f"({budget_seconds:.0f} s of CPU time, twice the failed capture's or at least "
+            f"{MINIMUM_SECONDS:.0f} s): there may be others")
 
 
 @contextmanager
 def spending(deadline: float | None) -> Iterator[None]:
-    """Raise ``BudgetSpent`` into the block at ``deadline``. The check's own time limit (an
-    ``ITIMER_REAL`` timer set by exporter/pipeline/runner.py) keeps its handler and the
-    time it has left; when it ends first, it fires as it would have. Only in the main
-    thread (signals), as that limit."""
+    """Raise ``BudgetSpent`` into the block once this process's CPU time reaches ``deadline``
+    (a ``ITIMER_PROF`` timer and its ``SIGPROF``: the check's own wall-clock time limit, an
+    ``ITIMER_REAL`` timer, is another timer and keeps running). Only in the main thread
+    (signals), as that limit."""
     if deadline is None or threading.current_thread() is not threading.main_thread():
         yield
         return
-    left = deadline - time.monotonic()
+    left = deadline - time.process_time()
     if left <= 0:
         raise BudgetSpent
-    outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
-    if outer_left and outer_left <= left:
-        yield  # the check's time limit comes first
-        return
 
     def spent(signum: int, frame: object) -> None:
         raise BudgetSpent
 
-    started = time.monotonic()
-    outer_handler = signal.signal(signal.SIGALRM, spent)
-    signal.setitimer(signal.ITIMER_REAL, left)
+    previous = signal.signal(signal.SIGPROF, spent)
+    signal.setitimer(signal.ITIMER_PROF, left)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, outer_handler)
-        if outer_left:  # the check's limit, less the time spent here (at least a moment)
-            signal.setitimer(signal.ITIMER_REAL,
-                             max(outer_left - (time.monotonic() - started), 0.001))
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)

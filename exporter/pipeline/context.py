@@ -128,8 +128,9 @@ class CheckContext:
     # graph) only adds findings; a check stopped at its time limit then ends with its verdict
     # (exporter/pipeline/runner.py)
     known_failure: list[Diagnostic] | None = None
-    # from then on, the search for more problems ends at this moment (time.monotonic(); None:
-    # no budget) after this many seconds (exporter/pipeline/after_verdict.py)
+    # from then on, the search for more problems ends at this moment of the process's CPU
+    # time (time.process_time(); None: no budget), after this many seconds of it
+    # (exporter/pipeline/after_verdict.py)
     after_verdict_deadline: float | None = None
     after_verdict_budget: float = 0.0
 

@@ -184,7 +184,7 @@ def _run_stage(stage: Stage, ctx: CheckContext) -> StageStatus:
         return StageStatus(stage.name, StageState.SKIPPED, 0.0, reason)
     # after the verdict, the stages on the draft export's graph share its search's budget
     deadline = ctx.after_verdict_deadline if stage.name not in ("load", "capture") else None
-    if deadline is not None and time.monotonic() >= deadline:
+    if deadline is not None and time.process_time() >= deadline:
         return StageStatus(stage.name, StageState.SKIPPED, 0.0,
                            after_verdict.why_stopped(ctx.after_verdict_budget))
     before = len(ctx.diagnostics)

@@ -38,7 +38,7 @@ _EXCEPTION_RULES: list[tuple[str, re.Pattern[str]]] = [
 def run(ctx: CheckContext) -> None:
     loaded = ctx.need_loaded()
     dynamic_shapes = torch_compat.dynamic_shapes_for_export(loaded.dynamic_shapes)
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: the budget after the verdict counts it
     with torch_compat.recording_shape_guards() as guards:
         attempts = torch_compat.capture(loaded.model, *fresh_copy(loaded.args, loaded.kwargs),
                                         dynamic_shapes)
@@ -51,7 +51,7 @@ def run(ctx: CheckContext) -> None:
     # Every strategy torch.onnx.export tries failed: the export fails here. A draft export
     # finds every capture problem at once; torch.onnx reports the first strategy's error.
     first_error = next(a.error for a in attempts if a.error is not None)
-    _know_the_failure(ctx, first_error, time.monotonic() - started)
+    _know_the_failure(ctx, first_error, time.process_time() - started)
     draft, error = _draft_export(ctx, dynamic_shapes)
     report = torch_compat.draft_failures(draft) if draft is not None else None
     found = _report_draft_failures(ctx, draft, *report) if report is not None else []
@@ -82,7 +82,7 @@ def _know_the_failure(ctx: CheckContext, error: BaseException,
     problems runs on a budget (exporter/pipeline/after_verdict.py)."""
     ctx.after_verdict_deadline = after_verdict.deadline_after(capture_seconds)
     if ctx.after_verdict_deadline is not None:
-        ctx.after_verdict_budget = ctx.after_verdict_deadline - time.monotonic()
+        ctx.after_verdict_budget = ctx.after_verdict_deadline - time.process_time()
     before = len(ctx.diagnostics)
     _report_exception(ctx, error)
     ctx.known_failure = ctx.diagnostics[before:]
