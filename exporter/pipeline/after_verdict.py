@@ -13,12 +13,11 @@ problems can be shorter. The shortcut ``after-verdict-budget``
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from exporter.pipeline.timers import interrupting
 from exporter.toolchain import shortcuts
 
 MINIMUM_SECONDS = 30.0
@@ -51,23 +50,13 @@ def why_stopped(budget_seconds: float) -> str:
 @contextmanager
 def spending(deadline: float | None) -> Iterator[None]:
     """Raise ``BudgetSpent`` into the block once this process's CPU time reaches ``deadline``
-    (a ``ITIMER_PROF`` timer and its ``SIGPROF``: the check's own wall-clock time limit, an
-    ``ITIMER_REAL`` timer, is another timer and keeps running). Only in the main thread
-    (signals), as that limit."""
-    if deadline is None or threading.current_thread() is not threading.main_thread():
+    (exporter/pipeline/timers.py: a CPU-time timer, while the check's own wall-clock limit,
+    another timer, keeps running)."""
+    if deadline is None:
         yield
         return
     left = deadline - time.process_time()
     if left <= 0:
         raise BudgetSpent
-
-    def spent(signum: int, frame: object) -> None:
-        raise BudgetSpent
-
-    previous = signal.signal(signal.SIGPROF, spent)
-    signal.setitimer(signal.ITIMER_PROF, left)
-    try:
+    with interrupting(left, BudgetSpent, cpu_time=True):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, previous)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 import time
 import traceback
 import warnings
@@ -21,6 +19,7 @@ from exporter.pipeline.context import CheckContext
 from exporter.pipeline.fix_candidates import fix_candidates
 from exporter.pipeline.stages import capture, dynamic, load, numerics, runtime, translate, validate
 from exporter.pipeline.stages.base import StageFailed, StageSkipped
+from exporter.pipeline.timers import interrupting
 from exporter.source.traces import exception_frames, is_user_frame
 from exporter.toolchain import speedups, torch_compat
 
@@ -72,23 +71,14 @@ class CheckTimeout(BaseException):
 
 @contextmanager
 def _time_limit(seconds: float | None) -> Iterator[None]:
-    """Interrupt Python code (e.g. an endless loop in ``forward``) after ``seconds``.
-    Only in the main thread; native code that never returns to Python is not interrupted
-    (the language server's worker kills such processes instead)."""
-    if not seconds or threading.current_thread() is not threading.main_thread():
+    """Interrupt Python code (e.g. an endless loop in ``forward``) after ``seconds``: the
+    check's wall-clock limit (exporter/pipeline/timers.py; the language server's worker kills
+    native code that never returns to Python)."""
+    if not seconds:
         yield
         return
-
-    def expire(signum: int, frame: object) -> None:
-        raise CheckTimeout
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    with interrupting(seconds, CheckTimeout):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def run_pipeline(ctx: CheckContext,

@@ -1,0 +1,34 @@
+"""Interrupting Python code at a time limit: a signal timer whose handler raises into whatever
+runs. Only the main thread gets signals; elsewhere the block runs without a limit. Native code
+that never returns to Python is not interrupted (the export worker kills such a process)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def interrupting(seconds: float, raised: type[BaseException], *,
+                 cpu_time: bool = False) -> Iterator[None]:
+    """Raise ``raised`` into the block after ``seconds`` of wall-clock time (``ITIMER_REAL``,
+    ``SIGALRM``), or of this process's CPU time with ``cpu_time`` (``ITIMER_PROF``,
+    ``SIGPROF``): two timers of their own, so one kind can run inside the other."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    timer, signum = (signal.ITIMER_PROF, signal.SIGPROF) if cpu_time \
+        else (signal.ITIMER_REAL, signal.SIGALRM)
+
+    def expire(number: int, frame: object) -> None:
+        raise raised
+
+    previous = signal.signal(signum, expire)
+    signal.setitimer(timer, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(timer, 0)
+        signal.signal(signum, previous)
