@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from export_worker.fix_trials import try_fixes, with_trials
-from export_worker.messages import JobKind, JobOutcome, JobRequest
-from export_worker.outcomes import JobCancelled, Limits, target_result
+from check_service.file_check import FileCheck, Submit, check_targets, with_fixes_tried
+from check_service.files import FileTargets
+from export_worker.messages import JobOutcome, JobRequest
 from exporter.config.options import Options
 from exporter.findings.diagnostics import Diagnostic, merge_duplicates
 from exporter.findings.result import CheckResult, TargetResult
-from exporter.source.suppressions import apply_suppressions
-from exporter.source.targets import Discovery, Target
-from exporter.source.text import decoding_problem, split_lines
+from exporter.source.targets import Target
+from exporter.source.text import decoding_problem
 from lsp_server.admission import UNMEASURED_CHECK_MB, CheckQueue, Focus, Priority
 from lsp_server.convert import path_of
 from lsp_server.discovery import TargetDiscovery
@@ -64,8 +63,7 @@ class CheckHost(Protocol):
     def progress_reporter(self) -> ProgressReporter: ...
     def is_open(self, uri: str) -> bool: ...
     def is_excluded(self, path: Path) -> bool: ...
-    def job_request(self, kind: JobKind, target: Target, text: str,
-                    settings: Options | None = None, **extra: Any) -> JobRequest: ...
+    def file_check(self, found: FileTargets, settings: Options) -> FileCheck: ...
     def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]: ...
     def replace_diagnostics(self, origin: str, version: int | None,
                             diagnostics: list[Diagnostic]) -> None: ...
@@ -203,64 +201,66 @@ class Checker:
     async def _check(self, uri: str, version: int | None, text: str, opened: bool) -> None:
         """Check one version of a document: publish what its text shows at once, else run its
         targets (what they find early is published meanwhile), publish the verdict, then try
-        the fixes its failures proposed."""
+        the fixes its failures proposed (check_service.file_check)."""
         host = self.host
         state = self.state(uri)
         await host.settings_loaded.wait()
-        check = Snapshot(uri, version, text, host.settings, opened)
-        found = await self._discover(check)
-        if found is None:
+        snapshot = Snapshot(uri, version, text, host.settings, opened)
+        check = await self._discover(snapshot)
+        if check is None:
             return
         self._set_checking(state, True)
         host.refresh_code_lens()
-        results = await self._run_targets(check, found)
+        results = await self._run_targets(snapshot, check)
         if state.requested_version != version:
             return  # a newer request superseded this one
-        self._publish(check, self._with_suppressions(
-            CheckResult(targets=list(results), file_diagnostics=list(found.diagnostics),
-                        files=[check.path]), found.targets, text))
+        self._publish(snapshot, check.result(results))
         host.check_ended(uri)
-        await self._try_fixes(check, found, list(results))
+        tried = await with_fixes_tried(check, results, self._submitter(snapshot))
+        if tried is not None and state.requested_version == version:
+            self._publish(snapshot, check.result(tried))
 
-    async def _discover(self, check: Snapshot) -> Discovery | None:
-        """The document's targets; None when there is nothing to run, after publishing what
+    async def _discover(self, snapshot: Snapshot) -> FileCheck | None:
+        """The document's check; None when there is nothing to run, after publishing what
         the file alone shows (excluded: nothing; undecodable; no target: its own findings)."""
-        path = check.path
+        path = snapshot.path
         if self.host.is_excluded(path):  # `exclude`: never checked, nothing shown
-            self._publish(check, CheckResult(files=[path]))
+            self._publish(snapshot, CheckResult(files=[path]))
             return None
         problem = decoding_problem(path)
         if problem is not None:
-            self._publish(check, CheckResult(file_diagnostics=[problem], files=[path]))
+            self._publish(snapshot, CheckResult(file_diagnostics=[problem], files=[path]))
             return None
-        found = await self.host.discovery.discovered(check.uri, check.version, check.text)
+        found = await self.host.discovery.discovered(snapshot.uri, snapshot.version,
+                                                     snapshot.text)
         if not found.targets:  # discovered once per version
-            self._publish(check, CheckResult(file_diagnostics=found.diagnostics, files=[path]))
+            self._publish(snapshot, CheckResult(file_diagnostics=found.diagnostics,
+                                                files=[path]))
             return None
-        return found
+        return self.host.file_check(FileTargets.of(path, snapshot.text, found),
+                                    snapshot.settings)
 
     def _set_checking(self, state: DocumentState, checking: bool) -> None:
         state.checking = checking
         self.host.notify_state()
 
-    async def _run_targets(self, check: Snapshot, found: Discovery) -> list[TargetResult]:
+    async def _run_targets(self, snapshot: Snapshot, check: FileCheck) -> list[TargetResult]:
         """Every target's result, under the document's progress (an open document's: a file
         nobody opened is checked in the background, under the workspace check's progress);
         the document is no longer checking when it returns or is cancelled."""
-        host, uri = self.host, check.uri
+        host, uri = self.host, snapshot.uri
         state = self.state(uri)
         # Queued before anything is awaited: a folder opened at once is queued whole before
         # the first check is chosen (lsp_server/admission.py), also while the client answers
         # the progress requests below.
-        found_early = self._early_publisher(check, found)
-        gathered = asyncio.gather(*(self._run_target(check, target, found_early)
-                                    for target in found.targets))
+        gathered = asyncio.ensure_future(check_targets(
+            check, self._submitter(snapshot), self._early_publisher(snapshot)))
         # cancelled before it was awaited, it ends with an error nobody reads: not a problem
         gathered.add_done_callback(lambda done: done.cancelled() or done.exception())
         progress: Progress | None = None
         try:
-            progress = await self._begin_progress(uri, found, gathered)
-            results = list(await gathered)
+            progress = await self._begin_progress(uri, check, gathered)
+            results = await gathered
         except asyncio.CancelledError:
             gathered.cancel()
             if progress:
@@ -273,18 +273,18 @@ class Checker:
         self._set_checking(state, False)
         if progress:
             self._progress.pop(uri, None)
-            problems = sum(len(r.diagnostics) for r in results) + len(found.diagnostics)
+            problems = sum(len(r.diagnostics) for r in results) + len(check.found.diagnostics)
             host.progress_reporter.end(progress, f"{problems} problem(s)")
         return results
 
-    async def _begin_progress(self, uri: str, found: Discovery,
+    async def _begin_progress(self, uri: str, check: FileCheck,
                               gathered: asyncio.Future[Any]) -> Progress | None:
         """An open document's progress (its message changes only while it waits in the
         queue); the user cancelling it cancels ``gathered``."""
         if not self.host.is_open(uri):
             return None
         progress = await self.host.progress_reporter.begin(
-            f"Checking {path_of(uri).name}", f"{len(found.targets)} export target(s)")
+            f"Checking {path_of(uri).name}", f"{len(check.found.targets)} export target(s)")
         if progress:
             self._progress[uri] = (progress, "checking")
             self._queue_changed()
@@ -292,48 +292,24 @@ class Checker:
                 progress.cancelled.add_done_callback(lambda _: gathered.cancel())
         return progress
 
-    def _early_publisher(self, check: Snapshot,
-                         found: Discovery) -> Callable[[Target, CheckResult], None]:
+    def _early_publisher(self, snapshot: Snapshot) -> Callable[[CheckResult], None]:
         """What capture or translate found, shown while the check goes on; never for a
         request a newer one superseded."""
-        state = self.state(check.uri)
+        state = self.state(snapshot.uri)
         current = asyncio.current_task()
-        early: dict[str, TargetResult] = {}
 
-        def found_early(target: Target, found_so_far: CheckResult) -> None:
-            if state.requested_version != check.version \
-                    or self.tasks.get(check.uri) is not current:
-                return
-            (early[target.name],) = found_so_far.targets
-            self._publish(check, self._with_suppressions(
-                CheckResult(targets=list(early.values()),
-                            file_diagnostics=list(found.diagnostics), files=[check.path]),
-                found.targets, check.text), final=False)
+        def found_early(found_so_far: CheckResult) -> None:
+            if state.requested_version == snapshot.version \
+                    and self.tasks.get(snapshot.uri) is current:
+                self._publish(snapshot, found_so_far, final=False)
 
         return found_early
 
-    def _with_suppressions(self, result: CheckResult, targets: list[Target],
-                           text: str) -> CheckResult:
-        """``result`` with its suppression comments applied: those of the text that was
-        checked (later edits bring their own check)."""
-        path = result.files[0]
-        checked = tuple(split_lines(text))
-        result.file_diagnostics += apply_suppressions(
-            result, targets,
-            lambda file: checked if file == path else self.host.discovery.lines_of(file))
-        return result
-
-    async def _run_target(self, check: Snapshot, target: Target,
-                          found_early: Callable[[Target, CheckResult], None]
-                          ) -> TargetResult:
-        request = self.host.job_request("check", target, check.text, check.settings,
-                                        progress=True)
-        outcome = await self._submit(check.uri, target, request, check.opened,
-                                     lambda data: found_early(target, data))
-        try:
-            return target_result(target, outcome, _limits(check.settings))
-        except JobCancelled:
-            raise asyncio.CancelledError from None
+    def _submitter(self, snapshot: Snapshot) -> Submit:
+        def submit(target: Target, request: JobRequest,
+                   on_progress: Callable[[CheckResult], None] | None) -> Awaitable[JobOutcome]:
+            return self._submit(snapshot.uri, target, request, snapshot.opened, on_progress)
+        return submit
 
     async def _submit(self, uri: str, target: Target, request: JobRequest, opened: bool,
                       on_progress: Callable[[CheckResult], None] | None = None
@@ -356,34 +332,6 @@ class Checker:
         self.results.put(request, self.host.worker.identity(), outcome, installed)
         log.debug("check ran: %s %s in %s s", target.path, target.name, outcome.seconds)
         return outcome
-
-    async def _try_fixes(self, check: Snapshot, found: Discovery,
-                         results: list[TargetResult]) -> None:
-        """After the verdict is shown: try the fixes its failures proposed (docs/fixes.md),
-        then show the verdict again with those that work, as quick fixes."""
-        budget = check.settings.fixBudgetSeconds
-        failing = [(target, result) for target, result in zip(found.targets, results)
-                   if result.fix_candidates]
-        if budget <= 0 or not failing:
-            return
-
-        async def tried(target: Target, checked: TargetResult) -> TargetResult:
-            async def submit(trial: JobRequest) -> JobOutcome:
-                return await self._submit(check.uri, target, trial, check.opened)
-
-            request = self.host.job_request("check", target, check.text, check.settings)
-            trials = await try_fixes(request, check.text, checked, submit,
-                                     _limits(check.settings), budget)
-            log.debug("fixes tried for %s: %s", target.name,
-                      ", ".join(f"{t.candidate.key} {t.verdict}" for t in trials))
-            return with_trials(checked, trials)
-
-        done = {r.name: r for r in await asyncio.gather(*(tried(t, r) for t, r in failing))}
-        if self.state(check.uri).requested_version != check.version:
-            return  # a newer request superseded this one
-        result = CheckResult(targets=[done.get(r.name, r) for r in results],
-                             file_diagnostics=list(found.diagnostics), files=[check.path])
-        self._publish(check, self._with_suppressions(result, found.targets, check.text))
 
     def _publish(self, check: Snapshot, result: CheckResult, final: bool = True) -> None:
         """Show ``result``'s diagnostics, as the current settings select them (and rate
@@ -410,6 +358,3 @@ class Checker:
             self.host.refresh_code_lens()
             self.host.after_check()
 
-
-def _limits(settings: Options) -> Limits:
-    return Limits(settings.timeoutSeconds, settings.memoryLimitMB)

@@ -18,6 +18,10 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
+from check_service.file_check import FileCheck
+from check_service.files import FileTargets
+from check_service.requests import job_request
+from check_service.rules import shown
 from export_worker.messages import JobKind, JobRequest
 from exporter import __version__
 from exporter.config.options import Options, apply_all, from_pyproject
@@ -25,9 +29,8 @@ from exporter.config.pyproject import find_root, load_config
 from exporter.config.schema import is_excluded
 from exporter.findings.diagnostics import Diagnostic
 from exporter.findings.result import CheckResult
-from exporter.reports.render import apply_severity, filter_rules
 from exporter.reports.writing import write_text_atomically
-from exporter.source.notebooks import is_notebook, recent_notebook
+from exporter.source.notebooks import CellSource, is_notebook, recent_notebook
 from exporter.source.targets import Target
 from exporter.source.text import read_source
 from lsp_server.admission import Focus, default_budget_mb, default_slots
@@ -168,9 +171,7 @@ class OnnxLensServer(LanguageServer):
 
     def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         """The rules the settings select, at the severities they give."""
-        kept = filter_rules(diagnostics, self.settings.select or None,
-                            self.settings.ignore or None)
-        return apply_severity(kept, self.settings.severity)
+        return shown(diagnostics, self.settings)
 
     def is_excluded(self, path: Path) -> bool:
         """``exclude``/``extendExclude`` globs, relative to the workspace (as the CLI)."""
@@ -185,14 +186,15 @@ class OnnxLensServer(LanguageServer):
                     settings: Options | None = None, **extra: Any) -> JobRequest:
         """A worker job for ``target`` as the user's editor shows ``text``, with the limits
         and tolerances of ``settings`` (a check's own), else of the current settings."""
-        settings = settings or self.settings
-        notebook = recent_notebook(text) if is_notebook(target.path) else None
-        return JobRequest(kind, str(target.path), str(self.root_for(target.path)), target.name,
-                          text=text, notebook_cells=list(notebook.sources) if notebook else [],
-                          timeout=settings.timeoutSeconds,
-                          memory_limit_mb=settings.memoryLimitMB,
-                          settings=settings.export,
-                          record_inputs=kind == "check", **extra)
+        return job_request(kind, target, self.root_for(target.path), settings or self.settings,
+                           text=text, notebook_cells=_notebook_cells(target.path, text),
+                           record_inputs=kind == "check", **extra)
+
+    def file_check(self, found: FileTargets, settings: Options) -> FileCheck:
+        """A check of the editor's text of a file (check_service.file_check)."""
+        return FileCheck(found, self.root_for(found.path), settings, unsaved=True,
+                         notebook_cells=_notebook_cells(found.path, found.text),
+                         record_inputs=True, lines_of=self.discovery.lines_of)
 
     # -- settings ------------------------------------------------------------------------
 
@@ -402,3 +404,8 @@ def _quietly_cancelled(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("the workspace check failed", exc_info=task.exception())
 
+
+def _notebook_cells(path: Path, text: str) -> list[CellSource]:
+    """A notebook's code cells when ``text`` is their module (its targets are named by cell)."""
+    notebook = recent_notebook(text) if is_notebook(path) else None
+    return list(notebook.sources) if notebook else []

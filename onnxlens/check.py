@@ -11,14 +11,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from check_service.rules import shown
 from exporter.config.options import Options
 from exporter.config.pyproject import find_root, load_config
 from exporter.findings.diagnostics import Diagnostic
 from exporter.findings.result import CheckResult
 from exporter.reports.render import (
-    apply_severity,
     display_path,
-    filter_rules,
     format_findings,
     format_summary,
     format_text,
@@ -37,12 +36,11 @@ from onnxlens.messages import (
     worker_unavailable,
 )
 from onnxlens.nothing_checked import EXIT_NOTHING_CHECKED, nothing_checked
-from onnxlens.options import command_options, limits
+from onnxlens.options import command_options
 from onnxlens.outputs import check_output_path, write_atomically, write_step_summary
 
 if TYPE_CHECKING:
-    from export_worker.batch import BatchResult
-    from exporter.source.targets import Target
+    from check_service.batch import BatchResult
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -63,8 +61,7 @@ def check_command(args: argparse.Namespace) -> int:
     if not interrupted:
         result.nothing_checked = nothing_checked(paths, read, result, shard=args.shard,
                                                  required=args.require_targets)
-    diagnostics = apply_severity(filter_rules(result.diagnostics, options.select,
-                                              options.ignore), options.severity)
+    diagnostics = shown(result.diagnostics, options)
     if result.nothing_checked is not None and not streaming and args.format != "github":
         # (the text summary and the annotations say it on stdout)
         print(f"onnxlens: {result.nothing_checked.line}", file=sys.stderr)
@@ -90,22 +87,14 @@ def _check_files(args: argparse.Namespace, files: list[Path], root: Path, option
                  only: dict[Path, frozenset[str]], streaming: bool) -> BatchResult:
     """Every target of ``files`` in export workers; text on stdout: each file's findings as
     soon as it and the files before it are checked (the summary follows at the end)."""
-    from export_worker.batch import BatchOptions, Shard, WorkerUnavailable, check_files
+    from check_service.batch import BatchOptions, Shard, WorkerUnavailable, check_files
 
-    timeout, memory = limits(options)
-    batch_options = BatchOptions(root, options.export, timeout, memory,
-                                 args.jobs or os.cpu_count() or 1,
-                                 Shard(*args.shard) if args.shard else None,
-                                 fix_budget=options.fixBudgetSeconds, only=only)
+    batch_options = BatchOptions(root, options, args.jobs or os.cpu_count() or 1,
+                                 Shard(*args.shard) if args.shard else None, only=only)
 
-    def file_done(result: CheckResult, targets: list[Target]) -> None:
-        """Apply the file's suppression comments, and print its findings when streaming."""
-        from exporter.source.suppressions import apply_suppressions
-        from exporter.source.text import source_lines
-
-        result.file_diagnostics += apply_suppressions(result, targets, source_lines)
-        found = apply_severity(filter_rules(result.diagnostics, options.select,
-                                            options.ignore), options.severity)
+    def file_done(result: CheckResult) -> None:
+        """Print the file's findings when streaming (its suppressions are applied)."""
+        found = shown(result.diagnostics, options)
         if streaming and found:
             print(format_findings(found), end="\n\n", flush=True)
 

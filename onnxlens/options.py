@@ -60,10 +60,5 @@ def command_options(args: argparse.Namespace, config: ProjectConfig) -> Options:
     return replace(options, **given)
 
 
-def limits(options: Options) -> tuple[float | None, int | None]:
-    """The timeout and the memory limit of each job (None: no limit)."""
-    return options.timeoutSeconds or None, options.memoryLimitMB or None
-
-
 def _destination(flag: str) -> str:
     return flag.removeprefix("--").replace("-", "_")

@@ -11,8 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from export_worker.messages import JobAnswer, JobDone, JobKind, JobOutcome, JobRequest
-from export_worker.outcomes import Limits
+from check_service.outcomes import Limits
+from check_service.requests import job_limits, job_request
+from export_worker.messages import JobAnswer, JobDone, JobKind, JobOutcome
 from exporter.config.pyproject import find_root, load_config
 from exporter.reports.render import display_path, format_diagnostic, printable
 from exporter.reports.run import run_report_json
@@ -25,7 +26,7 @@ from onnxlens.messages import (
     warn_config,
     worker_unavailable,
 )
-from onnxlens.options import command_options, limits
+from onnxlens.options import command_options
 from onnxlens.outputs import check_output_path
 
 
@@ -41,21 +42,21 @@ def resolve_target(spec: str, root_option: Path | None) -> tuple[Path, str, Path
 
 def find_target(path: Path, name: str) -> Target:
     """The target ``name`` of ``path``, found statically (nothing of the file runs here)."""
-    from exporter.source.targets import discover
-    from exporter.source.text import decoding_problem, read_source
+    from check_service.files import TargetNotFound
+    from check_service.files import find_target as find
 
-    problem = decoding_problem(path)
-    if problem is not None:
+    try:
+        return find(path, name)
+    except TargetNotFound as missing:
+        found = missing.found
+    if not found.text and found.diagnostics:  # the file cannot be read
+        problem = found.diagnostics[0]
         raise UsageError(f"{display_path(path)}: {problem.message[:1].lower()}"
                          f"{problem.message[1:]}")
-    found = discover(path, read_source(path))
-    target = next((t for t in found.targets if t.name == name), None)
-    if target is None:
-        names = ", ".join(t.name for t in found.targets) or "none"
-        for diagnostic in found.diagnostics:
-            print(format_diagnostic(diagnostic), file=sys.stderr)
-        raise UsageError(f"{display_path(path)} has no export target {name!r} (targets: {names})")
-    return target
+    names = ", ".join(t.name for t in found.targets) or "none"
+    for diagnostic in found.diagnostics:
+        print(format_diagnostic(diagnostic), file=sys.stderr)
+    raise UsageError(f"{display_path(path)} has no export target {name!r} (targets: {names})")
 
 
 def single_job(args: argparse.Namespace, kind: JobKind, *, optimize: bool = True,
@@ -68,10 +69,8 @@ def single_job(args: argparse.Namespace, kind: JobKind, *, optimize: bool = True
     config = load_config(root)
     warn_config(config)
     options = command_options(args, config)
-    timeout, memory = limits(options)
-    request = JobRequest(kind, str(path), str(root), name,
-                         settings=replace(options.export, optimize=optimize),
-                         timeout=timeout, memory_limit_mb=memory, **fields)
+    request = job_request(kind, target, root, options, **fields)
+    request = replace(request, settings=replace(request.settings, optimize=optimize))
     try:
         # what the model prints (and the exporter's progress) goes to stderr: stdout
         # carries onnxlens's own output alone (``run --format json``)
@@ -79,7 +78,7 @@ def single_job(args: argparse.Namespace, kind: JobKind, *, optimize: bool = True
     except WorkerUnavailable as error:
         raise worker_unavailable(error) from error
     print_worker_notes(job.ready)
-    return target, JobEnd(job.outcome, Limits(timeout, memory))
+    return target, JobEnd(job.outcome, job_limits(options))
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ class JobEnd:
 
     def print_problems(self, target: Target) -> None:
         """The errors the job found, or the ONNX90x diagnostic of a job that did not end."""
-        from export_worker.outcomes import target_result
+        from check_service.outcomes import target_result
 
         if self.answer is None:
             diagnostics = target_result(target, self.outcome, self.limits).diagnostics

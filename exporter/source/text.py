@@ -203,18 +203,23 @@ def line_text(path: Path, line: int, lines_of: LinesOf = source_lines) -> str:
 
 
 def decoding_problem(path: Path) -> Diagnostic | None:
-    """Why the file is not checked, at its line 1: ONNX002 where the file's bytes do not match
-    its encoding (Python could not import it, even if an editor shows it with the bad bytes
+    """Why the file is not checked (``read_checked``), None when it reads fine."""
+    read = read_checked(path)
+    return read if isinstance(read, Diagnostic) else None
+
+
+def read_checked(path: Path) -> str | Diagnostic:
+    """The file's text, read and decoded once (a notebook's: its code cells as one module), or
+    why it is not checked, at its line 1: ONNX002 where the file's bytes do not match its
+    encoding (Python could not import it, even if an editor shows it with the bad bytes
     replaced), the file cannot be read or is not a notebook; ONNX005 (info) for a notebook
-    whose kernel is not Python. None when it reads fine."""
+    whose kernel is not Python."""
     raw = b""
     try:
         if is_notebook(path):
-            read_notebook(path)
-            return None
+            return read_notebook(path).text
         raw = source_bytes(path)
-        decode_source(raw)
-        return None
+        return decode_source(raw)
     except NotPythonNotebook as error:
         return Diagnostic("ONNX005", f"The notebook is not checked: {error}.",
                           Location(path, Range.of(1, 1, 1, 2)), target="",

@@ -9,10 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from check_service.file_check import FileCheck
+from check_service.files import FileTargets
 from export_worker.messages import JobFailed, JobRequest
 from exporter.config.options import Options
 from exporter.findings.diagnostics import Diagnostic
-from exporter.source.targets import Target
 from lsp_server.admission import Focus
 from lsp_server.checks import Checker
 from lsp_server.convert import path_uri
@@ -58,13 +59,8 @@ class _Session:
     def is_excluded(self, path: Path) -> bool:
         return False
 
-    def job_request(self, kind: Any, target: Target, text: str,
-                    settings: Options | None = None, **extra: Any) -> JobRequest:
-        settings = settings or self.settings
-        return JobRequest(kind, str(target.path), str(target.path.parent), target.name,
-                          text=text, timeout=settings.timeoutSeconds,
-                          memory_limit_mb=settings.memoryLimitMB, settings=settings.export,
-                          **extra)
+    def file_check(self, found: FileTargets, settings: Options) -> FileCheck:
+        return FileCheck(found, found.path.parent, settings, unsaved=True)
 
     def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         return diagnostics

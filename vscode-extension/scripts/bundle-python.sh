@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fill bundled/ with what the .vsix carries for the server:
-#   bundled/tool  the onnxlens packages (exporter, export_worker, lsp_server) and the launcher script
+#   bundled/tool  the onnxlens packages (exporter, export_worker, check_service, lsp_server) and
+#                 the launcher script
 #   bundled/libs  pure-Python wheels of the server's dependencies (python/requirements.txt)
 # Built in a scratch directory and moved into place, so an interrupted run leaves no half.
 set -euo pipefail
@@ -13,7 +14,7 @@ scratch="$(mktemp -d "$extension/.bundled.XXXX")"
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/tool" "$scratch/libs"
 
-for package in exporter export_worker lsp_server; do
+for package in exporter export_worker check_service lsp_server; do
     cp -rL "$repo/$package" "$scratch/tool/"  # -L: exporter/findings/rule_docs links to docs/rules
 done
 cp "$extension/python/onnxlens_server.py" "$scratch/tool/"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from check_service.outcomes import JobCancelled, Limits, target_result
 from export_worker.messages import JobAnswer, JobDone, JobFailed
-from export_worker.outcomes import JobCancelled, Limits, target_result
 from exporter.source.targets import discover
 
 SOURCE = "import torch\n\n\n# onnx-export: args=(torch.randn(2),)\nclass Tiny(torch.nn.Module):\n" \

@@ -1,4 +1,4 @@
-"""Trying a failed check's fixes (export_worker/fix_trials.py) against a stand-in worker: each
+"""Trying a failed check's fixes (check_service/fix_trials.py) against a stand-in worker: each
 candidate's edited text is checked as a job of its own, judged by its result, within the fix
 budget; only a fix that works is attached, to the finding it answers."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from export_worker.fix_trials import try_fixes, with_trials
+from check_service.fix_trials import try_fixes, with_trials
+from check_service.outcomes import Limits
 from export_worker.messages import JobAnswer, JobDone, JobFailed, JobOutcome, JobRequest
-from export_worker.outcomes import Limits
 from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.findings.positions import Range

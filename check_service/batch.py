@@ -2,7 +2,7 @@
 
 Targets are found in this process (``exporter.source.targets`` reads the source, it imports
 nothing); each one is checked by a job of the warm worker, so a crash, an ``os._exit``, a
-native endless loop or a memory hog costs that target only (``export_worker.outcomes``).
+native endless loop or a memory hog costs that target only (``check_service.outcomes``).
 A file's results are handed on as soon as it and every file before it are done: the report
 streams in a stable order, whatever order the jobs finish in.
 """
@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from check_service.file_check import FileCheck, OnProgress, check_targets, with_fixes_tried
+from check_service.files import file_targets
 from export_worker.client import WorkerClient, WorkerUnavailable
-from export_worker.fix_trials import try_fixes, with_trials
 from export_worker.messages import JobOutcome, JobRequest, Ready
-from export_worker.outcomes import Limits, target_result
-from exporter.config.options import ExportOptions
+from exporter.config.options import Options
 from exporter.findings.result import CheckResult, TargetResult
-from exporter.source.targets import Target, discover
-from exporter.source.text import decoding_problem, read_source
+from exporter.source.targets import Target
 
 
 @dataclass(frozen=True)
@@ -49,12 +48,9 @@ class Shard:
 @dataclass(frozen=True)
 class BatchOptions:
     workspace: Path
-    settings: ExportOptions
-    timeout: float | None  # seconds per target; None: no limit
-    memory_limit_mb: int | None
+    settings: Options  # the limits, export options and fix budget of every job
     jobs: int
     shard: Shard | None = None
-    fix_budget: float = 0.0  # seconds per failing target to try fixes (docs/fixes.md)
     #: files of which only these targets are checked (``onnxlens check FILE::TARGET``)
     only: Mapping[Path, frozenset[str]] = field(default_factory=dict)
 
@@ -63,15 +59,15 @@ class BatchOptions:
 class BatchResult:
     result: CheckResult
     ready: Ready | None  # None: interrupted while the worker warmed up
-    targets: list[Target]  # what was found, for the report's suppressions
     unfinished: int = 0  # targets not checked: the run was interrupted (SIGINT, SIGTERM)
 
 
-FileDone = Callable[[CheckResult, list[Target]], None]
+#: gets each file's result, its suppression comments applied
+FileDone = Callable[[CheckResult], None]
 
 
 def check_files(files: list[Path], options: BatchOptions,
-                on_file: FileDone = lambda result, targets: None,
+                on_file: FileDone = lambda result: None,
                 python: str = sys.executable) -> BatchResult:
     """Check ``files``; ``on_file`` gets each file's result (and its targets) in order, as
     soon as it can; what it changes in the result is what the returned result holds.
@@ -81,14 +77,18 @@ def check_files(files: list[Path], options: BatchOptions,
 
 @dataclass
 class _File:
-    path: Path
-    result: CheckResult
-    targets: list[Target]
-    done: list[TargetResult | None]
+    check: FileCheck
+    verdicts: dict[str, TargetResult] = field(default_factory=dict)  # by target, as they come
+    result: CheckResult | None = None  # once its check ended
 
     @property
-    def finished(self) -> bool:
-        return all(result is not None for result in self.done)
+    def targets(self) -> list[Target]:
+        return self.check.found.targets
+
+    def so_far(self) -> CheckResult:
+        """The result of the targets checked so far (an interrupted run)."""
+        return self.check.result([self.verdicts[t.name] for t in self.targets
+                                  if t.name in self.verdicts])
 
 
 async def _check_files(files: list[Path], options: BatchOptions,
@@ -119,69 +119,53 @@ async def _check_files_until(files: list[Path], options: BatchOptions, on_file: 
     await client.start()
     try:
         # while the worker warms up
-        entries = [entry for entry in (_discover(path, options.only) for path in files)
+        entries = [entry for entry in (_file(path, options) for path in files)
                    if options.shard is None or _keep_shard(entry, options)]
         ready = await _unless_interrupted(client.wait_ready(), stop)
         if ready is None:
-            found = [t for entry in entries for t in entry.targets]
-            return BatchResult(CheckResult(), None, found, unfinished=len(found))
-        limits = Limits(options.timeout, options.memory_limit_mb)
+            found = sum(len(entry.targets) for entry in entries)
+            return BatchResult(CheckResult(), None, unfinished=found)
         slots = asyncio.Semaphore(max(1, options.jobs))
         emitted = 0
 
         def emit_finished() -> None:
             nonlocal emitted
-            while emitted < len(entries) and entries[emitted].finished:
+            while emitted < len(entries) and entries[emitted].result is not None:
                 entry = entries[emitted]
-                entry.result.targets = [r for r in entry.done if r is not None]
-                on_file(entry.result, entry.targets)
+                assert entry.result is not None
+                on_file(entry.result)
                 emitted += 1
 
-        async def run(entry: _File, index: int) -> None:
-            target = entry.targets[index]
-            request = JobRequest("check", str(target.path), str(options.workspace),
-                                 target.name, settings=options.settings,
-                                 timeout=options.timeout,
-                                 memory_limit_mb=options.memory_limit_mb)
+        async def submit(target: Target, request: JobRequest,
+                         on_progress: OnProgress | None) -> JobOutcome:
             async with slots:
-                outcome = await client.submit(request)
-            checked = target_result(target, outcome, limits)
-            if checked.fix_candidates and options.fix_budget > 0:
-                checked = await _with_fixes_tried(client, slots, request, checked, limits,
-                                                  options.fix_budget)
-            entry.done[index] = checked
+                return await client.submit(request)
+
+        async def run(entry: _File) -> None:
+            def on_verdict(checked: TargetResult) -> None:
+                entry.verdicts[checked.name] = checked
+
+            verdict = await check_targets(entry.check, submit, on_verdict=on_verdict)
+            tried = await with_fixes_tried(entry.check, verdict, submit)
+            entry.result = entry.check.result(tried or verdict)
             emit_finished()
 
         emit_finished()  # files without targets before the first job
         unfinished = await _until_done_or_interrupted([
-            asyncio.ensure_future(run(entry, index))
-            for entry in entries for index in range(len(entry.targets))], stop)
+            asyncio.ensure_future(run(entry)) for entry in entries], stop)
         emit_finished()
         if unfinished:  # what was checked still reaches the report
             for entry in entries[emitted:]:
-                entry.result.targets = [r for r in entry.done if r is not None]
-                on_file(entry.result, [t for t, r in zip(entry.targets, entry.done) if r])
+                entry.result = entry.result or entry.so_far()
+                on_file(entry.result)
     finally:
         await client.stop()
     result = CheckResult()
     for entry in entries:
-        result.extend(entry.result)
-    left = sum(result is None for entry in entries for result in entry.done)
-    return BatchResult(result, ready, [t for entry in entries for t in entry.targets], left)
-
-
-async def _with_fixes_tried(client: WorkerClient, slots: asyncio.Semaphore,
-                            request: JobRequest, checked: TargetResult, limits: Limits,
-                            budget: float) -> TargetResult:
-    """``checked`` with the fixes its check proposed tried, each in a job of its own that
-    waits for a slot as the checks do (docs/fixes.md)."""
-
-    async def submit(trial: JobRequest) -> JobOutcome:
-        async with slots:
-            return await client.submit(trial)
-
-    text = read_source(checked.path)
-    return with_trials(checked, await try_fixes(request, text, checked, submit, limits, budget))
+        if entry.result is not None:
+            result.extend(entry.result)
+    left = sum(t.name not in entry.verdicts for entry in entries for t in entry.targets)
+    return BatchResult(result, ready, left)
 
 
 async def _unless_interrupted(ready: Awaitable[Ready], stop: asyncio.Event) -> Ready | None:
@@ -233,24 +217,22 @@ def _keep_shard(entry: _File, options: BatchOptions) -> bool:
     """Leave in ``entry`` what the shard holds; whether anything is left."""
     shard, workspace = options.shard, options.workspace.resolve()
     assert shard is not None
-    entry.targets = [t for t in entry.targets if shard.holds(workspace, entry.path, t.name)]
-    entry.done = [None] * len(entry.targets)
-    if not shard.holds(workspace, entry.path, ""):
-        entry.result.file_diagnostics = []
-    return bool(entry.targets or entry.result.file_diagnostics)
+    found = entry.check.found
+    found.targets = [t for t in found.targets if shard.holds(workspace, found.path, t.name)]
+    if not shard.holds(workspace, found.path, ""):
+        found.diagnostics = []
+    entry.result = None if found.targets else entry.check.result([])
+    return bool(found.targets or found.diagnostics)
 
 
-def _discover(path: Path, only: Mapping[Path, frozenset[str]]) -> _File:
-    path = path.resolve()
-    result = CheckResult(files=[path])
-    problem = decoding_problem(path)
-    if problem is not None:
-        result.file_diagnostics.append(problem)
-        return _File(path, result, [], [])
-    found = discover(path, read_source(path))
-    result.file_diagnostics.extend(found.diagnostics)
-    targets = [t for t in found.targets if path not in only or t.name in only[path]]
-    return _File(path, result, targets, [None] * len(targets))
+def _file(path: Path, options: BatchOptions) -> _File:
+    """``path`` read and its targets found (those ``only`` names, if it names any); a file
+    with no target to check already has its result."""
+    found = file_targets(path, options.only.get(path.resolve()))
+    entry = _File(FileCheck(found, options.workspace, options.settings))
+    if not found.targets:
+        entry.result = entry.check.result([])
+    return entry
 
 
 __all__ = ["BatchOptions", "BatchResult", "Shard", "WorkerUnavailable", "check_files"]

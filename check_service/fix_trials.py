@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
+from check_service.outcomes import Limits, failure_message
 from export_worker.messages import JobDone, JobOutcome, JobRequest
-from export_worker.outcomes import Limits, failure_message
 from exporter.findings.fixes import FixCandidate, FixTrial
 from exporter.findings.result import StageState, TargetResult
 from exporter.findings.rules import Severity
