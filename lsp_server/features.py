@@ -11,7 +11,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from exporter.findings.result import StageState, TargetResult
+from exporter.findings.result import ModelSummary, StageState, TargetResult, TensorSummary
 from exporter.source.suppressions import UNUSED_RULE, with_rule_added
 from exporter.source.targets import Target
 from lsp_server.convert import PositionConverter, path_uri
@@ -44,19 +44,19 @@ def lens_title(result: TargetResult | None, checking: bool, trusted: bool,
     return " · ".join(parts)
 
 
-def _facts(summary: dict[str, Any], *, brief: bool) -> list[str]:
+def _facts(summary: ModelSummary, *, brief: bool) -> list[str]:
     """Nodes, opset and ORT time (CodeLens); plus parameters and weights (hover)."""
     facts = []
-    if summary.get("nodes") is not None:
-        facts.append(f"{summary['nodes']} nodes")
-    if summary.get("opset") is not None:
-        facts.append(f"opset {summary['opset']}")
-    if not brief and summary.get("parameters") is not None:
-        facts.append(f"{summary['parameters']:,} parameters")
-    if not brief and summary.get("initializer_bytes"):
-        facts.append(f"weights {_size(summary['initializer_bytes'])}")
-    if summary.get("ort_run_ms") is not None:
-        run = summary["ort_run_ms"]
+    if summary.nodes is not None:
+        facts.append(f"{summary.nodes} nodes")
+    if summary.opset is not None:
+        facts.append(f"opset {summary.opset}")
+    if not brief and summary.parameters is not None:
+        facts.append(f"{summary.parameters:,} parameters")
+    if not brief and summary.initializer_bytes:
+        facts.append(f"weights {_size(summary.initializer_bytes)}")
+    if summary.ort_run_ms is not None:
+        run = summary.ort_run_ms
         facts.append(f"{run:.1f} ms" if brief else f"ONNX Runtime run {run:.2f} ms")
     return facts
 
@@ -91,13 +91,13 @@ def _size(count: float) -> str:
     return f"{count:.1f} GB"
 
 
-def _io_table(title: str, values: list[dict[str, Any]]) -> list[str]:
+def _io_table(title: str, values: list[TensorSummary]) -> list[str]:
     if not values:
         return []
     rows = [f"| {title} | dtype | shape |", "|---|---|---|"]
     for value in values:
-        shape = "×".join(str(d) for d in value.get("shape", [])) or "scalar"
-        rows.append(f"| `{value['name']}` | {value.get('dtype', '?')} | {shape} |")
+        shape = "×".join(str(d) for d in value.shape) or "scalar"
+        rows.append(f"| `{value.name}` | {value.dtype} | {shape} |")
     return [*rows, ""]
 
 
@@ -112,9 +112,9 @@ def report_markdown(name: str, result: TargetResult | None, checking: bool = Fal
     facts = _facts(summary, brief=False)
     if facts:
         lines += [" · ".join(facts), ""]
-    lines += _io_table("input", summary.get("inputs") or [])
-    lines += _io_table("output", summary.get("outputs") or [])
-    operators = summary.get("operators") or {}
+    lines += _io_table("input", summary.inputs)
+    lines += _io_table("output", summary.outputs)
+    operators = summary.operators
     if operators:
         shown = ", ".join(f"{op} ×{count}" for op, count in list(operators.items())[:12])
         more = f", … ({len(operators) - 12} more)" if len(operators) > 12 else ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,55 @@ class StageStatus:
                 "seconds": round(self.seconds, 4), "reason": self.reason}
 
 
+@dataclass(frozen=True)
+class TensorSummary:
+    """An input or output of the ONNX graph (symbolic dimensions by name)."""
+
+    name: str
+    dtype: str  # numpy's name; "?" when the graph does not say
+    shape: tuple[int | str, ...]
+
+
+@dataclass(frozen=True)
+class NumericsRun:
+    """One comparison of ONNX Runtime's outputs with PyTorch's: at which inputs, whether they
+    matched, and the output that differed most when they did not."""
+
+    situation: str
+    matched: bool
+    output: str | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+
+
+@dataclass
+class ModelSummary:
+    """What a check measured of the model, each field set by the stage that knows it (None or
+    empty: that stage did not get that far, or the fact does not apply)."""
+
+    parameters: int | None = None  # load
+    #: load: what an intercepted torch.onnx.export call ran under that differs from the defaults
+    call_context: list[str] | None = None
+    capture_strategy: str | None = None  # capture: strict, non-strict, draft
+    nodes: int | None = None  # translate: the ONNX graph's
+    opset: int | None = None
+    inputs: list[TensorSummary] = field(default_factory=list)
+    outputs: list[TensorSummary] = field(default_factory=list)
+    operators: dict[str, int] = field(default_factory=dict)  # op type -> count, most first
+    initializer_bytes: int | None = None  # None: a weightless check
+    ort_run_ms: float | None = None  # runtime: one run of ONNX Runtime
+    numerics: list[NumericsRun] = field(default_factory=list)  # numerics, dynamic
+    dynamic_not_run: list[str] = field(default_factory=list)  # sizes PyTorch itself refused
+
+    def copy(self) -> ModelSummary:
+        """A copy whose lists later stages do not extend."""
+        return replace(self, inputs=list(self.inputs), outputs=list(self.outputs),
+                       operators=dict(self.operators), numerics=list(self.numerics),
+                       dynamic_not_run=list(self.dynamic_not_run))
+
+
 @dataclass
 class TargetResult:
     name: str
@@ -39,7 +88,7 @@ class TargetResult:
     definition: Range
     stages: list[StageStatus] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: ModelSummary = field(default_factory=ModelSummary)
     # edits that may fix the failure, for the front end to try (docs/fixes.md) ...
     fix_candidates: list[FixCandidate] = field(default_factory=list)
     # ... and what each trial gave

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from exporter.findings.result import NumericsRun
 from exporter.pipeline import ort_runner
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
@@ -82,8 +83,7 @@ def compare_outputs(
     if not matched and worst:
         first_divergence(ctx, args, kwargs, situation=situation,
                          rule="ONNX502" if rule == "ONNX501" else rule)
-    ctx.summary.setdefault("numerics", []).append({"situation": situation or "example inputs",
-                                                   "matched": matched, **worst})
+    ctx.summary.numerics.append(NumericsRun(situation or "example inputs", matched, **worst))
     return matched
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from exporter.config.options import ExportOptions
 from exporter.findings.diagnostics import Diagnostic, Location, Related
 from exporter.findings.fixes import FixCandidate
+from exporter.findings.result import ModelSummary
 from exporter.findings.rules import Severity
 from exporter.pipeline.target_options import TargetOptions
 from exporter.source.targets import Target
@@ -115,7 +116,7 @@ class CheckContext:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # the defaults' values, then the pragma's (evaluated at load) or the export call's
     options: TargetOptions = field(init=False)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: ModelSummary = field(default_factory=ModelSummary)
     # edits a stage found worth trying for its finding (exporter/pipeline/fix_candidates.py)
     fix_candidates: list[FixCandidate] = field(default_factory=list)
     # the strict re-capture both guard searches read (exporter/pipeline/strict_recapture.py)

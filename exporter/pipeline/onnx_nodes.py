@@ -9,6 +9,7 @@ from typing import Any
 
 import onnx
 
+from exporter.findings.result import TensorSummary
 from exporter.reports.graph_view import FX_NODE_KEY, STACK_TRACE_KEY
 
 __all__ = ["FX_NODE_KEY", "STACK_TRACE_KEY", "find_nodes", "metadata", "names_in_message",
@@ -79,7 +80,7 @@ def op_histogram(model: onnx.ModelProto) -> dict[str, int]:
     return dict(Counter(node.op_type for node in model.graph.node).most_common())
 
 
-def value_infos(values: Any) -> list[dict[str, Any]]:
+def value_infos(values: Any) -> list[TensorSummary]:
     """Name, dtype and shape (symbolic dims as strings) of ONNX graph inputs or outputs."""
     infos = []
     for value in values:
@@ -90,5 +91,5 @@ def value_infos(values: Any) -> list[dict[str, Any]]:
         ]
         dtype = (onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name
                  if tensor.elem_type else "?")
-        infos.append({"name": value.name, "dtype": dtype, "shape": dims})
+        infos.append(TensorSummary(value.name, dtype, tuple(dims)))
     return infos

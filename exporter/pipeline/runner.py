@@ -104,7 +104,7 @@ def run_pipeline(ctx: CheckContext,
     except CheckTimeout as timeout:
         _stopped(ctx, result, timeout, time.perf_counter() - started)
     result.diagnostics = sorted(merge_duplicates(ctx.diagnostics), key=sort_key)
-    result.summary = dict(ctx.summary)
+    result.summary = ctx.summary.copy()
     result.fix_candidates = fix_candidates(ctx, result.diagnostics)
     return result
 
@@ -161,7 +161,7 @@ def _early_reporter(ctx: CheckContext, result: TargetResult,
             stages = _stages_stopped_after_the_verdict(ctx, result.stages,
                                                        time.perf_counter() - started)
             stopped = TargetResult(result.name, result.path, result.definition, stages, found,
-                                   summary=dict(ctx.summary))
+                                   summary=ctx.summary.copy())
             stopped.fix_candidates = fix_candidates(ctx, found)
             if_stopped(stopped)
 

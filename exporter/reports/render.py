@@ -12,6 +12,7 @@ from exporter.findings.diagnostics import Diagnostic, Location, Range, sort_key
 from exporter.findings.fixes import FixCandidate, FixEdit, FixTrial
 from exporter.findings.result import CheckResult
 from exporter.findings.rules import RULES, Severity
+from exporter.reports.serialize import summary_to_data
 from exporter.source.notebooks import CodeCell
 from exporter.source.text import line_text, notebook_at, split_lines
 
@@ -251,7 +252,7 @@ def result_json(result: CheckResult, diagnostics: list[Diagnostic]) -> dict[str,
             **_located_json(target.path, target.definition),
             "ok": target.ok,
             "stages": [status.as_dict() for status in target.stages],
-            "summary": _jsonable(target.summary),
+            "summary": summary_to_data(target.summary),
             "fix_trials": [{**_candidate_json(trial.candidate), "verdict": trial.verdict,
                             "seconds": round(trial.seconds, 1), "detail": trial.detail}
                            for trial in target.fix_trials],

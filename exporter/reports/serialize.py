@@ -3,12 +3,21 @@ language server (which never imports torch)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range, Related
 from exporter.findings.fixes import FixCandidate, FixEdit, FixTrial, QuickFix
-from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
+from exporter.findings.result import (
+    CheckResult,
+    ModelSummary,
+    NumericsRun,
+    StageState,
+    StageStatus,
+    TargetResult,
+    TensorSummary,
+)
 from exporter.findings.rules import Severity
 
 
@@ -119,6 +128,21 @@ def trial_from_data(data: dict[str, Any]) -> FixTrial:
                     data["detail"])
 
 
+def summary_to_data(summary: ModelSummary) -> dict[str, Any]:
+    """Every field, None and empty ones too (the JSON report's ``summary``, docs/cli.md)."""
+    return dataclasses.asdict(summary)
+
+
+def summary_from_data(data: dict[str, Any]) -> ModelSummary:
+    return ModelSummary(**{
+        **data,
+        "inputs": [TensorSummary(v["name"], v["dtype"], tuple(v["shape"]))
+                   for v in data["inputs"]],
+        "outputs": [TensorSummary(v["name"], v["dtype"], tuple(v["shape"]))
+                    for v in data["outputs"]],
+        "numerics": [NumericsRun(**run) for run in data["numerics"]]})
+
+
 def target_to_data(target: TargetResult) -> dict[str, Any]:
     return {
         "name": target.name,
@@ -126,7 +150,7 @@ def target_to_data(target: TargetResult) -> dict[str, Any]:
         "definition": range_to_data(target.definition),
         "stages": [status.as_dict() for status in target.stages],
         "diagnostics": [diagnostic_to_data(d) for d in target.diagnostics],
-        "summary": _jsonable(target.summary),
+        "summary": summary_to_data(target.summary),
         "fix_candidates": [candidate_to_data(c) for c in target.fix_candidates],
         "fix_trials": [trial_to_data(t) for t in target.fix_trials],
     }
@@ -139,7 +163,7 @@ def target_from_data(data: dict[str, Any]) -> TargetResult:
         stages=[StageStatus(s["name"], StageState(s["state"]), s["seconds"], s["reason"])
                 for s in data["stages"]],
         diagnostics=[diagnostic_from_data(d) for d in data["diagnostics"]],
-        summary=_from_jsonable(data["summary"]),
+        summary=summary_from_data(data["summary"]),
         fix_candidates=[candidate_from_data(c) for c in data["fix_candidates"]],
         fix_trials=[trial_from_data(t) for t in data["fix_trials"]],
     )

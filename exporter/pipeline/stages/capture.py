@@ -46,7 +46,7 @@ def run(ctx: CheckContext) -> None:
     if captured is not None and captured.program is not None:
         narrowed = soundness.report_narrowed(ctx, captured.program, guards)
         ctx.captured = Captured(captured.program, captured.strategy, narrowed)
-        ctx.summary["capture_strategy"] = captured.strategy
+        ctx.summary.capture_strategy = captured.strategy
         return
     # Every strategy torch.onnx.export tries failed: the export fails here. A draft export
     # finds every capture problem at once; torch.onnx reports the first strategy's error.
@@ -62,7 +62,7 @@ def run(ctx: CheckContext) -> None:
     if draft is None or not found:
         raise StageFailed from first_error
     ctx.captured = Captured(draft, "draft")
-    ctx.summary["capture_strategy"] = "draft"
+    ctx.summary.capture_strategy = "draft"
     for diagnostic in found:
         _note_draft_capture(ctx, diagnostic)
         ctx.report(  # off unless selected (exporter/reports/render.py): the error above says it

@@ -135,7 +135,7 @@ def _run_at(ctx: CheckContext, declared: DeclaredDims, size_run: SizeRun,
         for item, _ in outside:
             outcomes[item.dim.name].eager_failed.append(
                 f"PyTorch itself fails{size_run.where} ({size_run.why}: {reason.rstrip('.')})")
-        ctx.summary.setdefault("dynamic_not_run", []).append(
+        ctx.summary.dynamic_not_run.append(
             f"PyTorch itself fails{situation}: {reason}")
         return True
     before = len(ctx.diagnostics)

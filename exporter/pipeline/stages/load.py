@@ -65,7 +65,7 @@ def run(ctx: CheckContext) -> None:
     call = interception.reached
     call_context = call.context if call is not None else None
     if call_context is not None and call_context.describe():
-        ctx.summary["call_context"] = call_context.describe()
+        ctx.summary.call_context = call_context.describe()
     with call_context.entered() if call_context is not None else contextlib.nullcontext():
         eager_outputs = _eager_forward(ctx, model, args, kwargs)
     ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs,
@@ -219,7 +219,7 @@ def _build(ctx: CheckContext, factory: Any, interception: Interception
     for key in ("input_names", "output_names"):
         if key not in ctx.options.given and ctx.target.exportable_module:
             ctx.options.set(key, getattr(model, key)())
-    ctx.summary["parameters"] = sum(p.numel() for p in model.parameters())
+    ctx.summary.parameters = sum(p.numel() for p in model.parameters())
     return model, args, kwargs, dynamic_shapes
 
 

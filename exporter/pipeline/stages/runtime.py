@@ -23,7 +23,7 @@ def run(ctx: CheckContext) -> None:
         started = time.perf_counter()
         outputs = ort_runner.run(
             session, ort_runner.flat_inputs(*fresh_copy(loaded.args, loaded.kwargs)))
-        ctx.summary["ort_run_ms"] = (time.perf_counter() - started) * 1000
+        ctx.summary.ort_run_ms = (time.perf_counter() - started) * 1000
         ctx.ran = Ran(session, outputs)
     except Exception as error:
         report_at_node(ctx, "ONNX402", "ONNX Runtime failed to run the model", str(error))

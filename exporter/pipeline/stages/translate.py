@@ -226,7 +226,7 @@ def requested_opset(ctx: CheckContext) -> int:
 def _report_opset(ctx: CheckContext, requested: int) -> None:
     """torch.onnx.export keeps another opset when it cannot convert to the requested one,
     and says so only in a log message."""
-    produced = ctx.summary.get("opset")
+    produced = ctx.summary.opset
     if produced is None or produced == requested:
         return
     ctx.report("ONNX203", f"The exported model uses opset {produced}, not the requested opset "
@@ -332,16 +332,15 @@ def _finish(ctx: CheckContext, onnx_program: Any) -> Translated:
     else:  # every weight inside the protobuf, as the saved model holds them
         split = SplitModel(ir.serde.serialize_model(model))
     proto = split.proto
-    ctx.summary.update(
-        nodes=len(proto.graph.node),
-        opset=next((o.version for o in proto.opset_import if o.domain == ""), None),
-        inputs=value_infos(proto.graph.input[: len(model.graph.inputs)]),
-        outputs=value_infos(proto.graph.output),
-        operators=op_histogram(proto),
-        initializer_bytes=sum(
-            (v.const_value.nbytes if v.const_value is not None else 0)
-            for v in model.graph.initializers.values()
-        ) if not ctx.weightless else None,
-    )
+    summary = ctx.summary
+    summary.nodes = len(proto.graph.node)
+    summary.opset = next((o.version for o in proto.opset_import if o.domain == ""), None)
+    summary.inputs = value_infos(proto.graph.input[: len(model.graph.inputs)])
+    summary.outputs = value_infos(proto.graph.output)
+    summary.operators = op_histogram(proto)
+    summary.initializer_bytes = sum(
+        (v.const_value.nbytes if v.const_value is not None else 0)
+        for v in model.graph.initializers.values()
+    ) if not ctx.weightless else None
     serialized = proto.SerializeToString() if proto.ByteSize() < PROTOBUF_LIMIT else None
     return Translated(onnx_program, proto, split.weights, serialized)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from exporter.findings.result import TensorSummary
+
 # (rule, file relative to the fixture workspace, start line, start col, end line, end col, severity)
 EXPECTED = {
     "clean/convnet.py": [],
@@ -240,7 +242,7 @@ def test_clean_models_pass_every_stage_and_match_pytorch(fixture_results):
     for name in ("clean/convnet.py", "clean/tokens.py"):
         (target,) = fixture_results[name][1].targets
         assert [s.state.value for s in target.stages] == ["passed"] * 7, name
-        assert all(entry["matched"] for entry in target.summary["numerics"])
+        assert all(entry.matched for entry in target.summary.numerics)
 
 
 def test_user_code_sees_real_stdio(fixture_results):
@@ -255,12 +257,10 @@ def test_user_code_sees_real_stdio(fixture_results):
 
 def test_names_and_dynamic_dims_reach_the_onnx_model(fixture_results):
     (convnet,) = fixture_results["clean/convnet.py"][1].targets
-    assert convnet.summary["inputs"] == [
-        {"name": "images", "dtype": "float32", "shape": ["batch", 3, 16, 16]}]
-    assert convnet.summary["outputs"] == [
-        {"name": "probabilities", "dtype": "float32", "shape": ["batch", 5]}]
+    assert convnet.summary.inputs == [TensorSummary("images", "float32", ("batch", 3, 16, 16))]
+    assert convnet.summary.outputs == [TensorSummary("probabilities", "float32", ("batch", 5))]
     (tokens,) = fixture_results["clean/tokens.py"][1].targets
-    assert [i["shape"] for i in tokens.summary["inputs"]] == [["batch", "length"]] * 2
+    assert [i.shape for i in tokens.summary.inputs] == [("batch", "length")] * 2
 
 
 def test_weightless_check_skips_what_needs_weights(fixture_results):
@@ -269,7 +269,7 @@ def test_weightless_check_skips_what_needs_weights(fixture_results):
     assert states["validate"] == ("passed", "")
     for stage in ("runtime", "numerics", "dynamic"):
         assert states[stage][0] == "skipped" and "weights" in states[stage][1]
-    assert wide.summary["parameters"] == 16 * (4096 * 4096 + 4096)
+    assert wide.summary.parameters == 16 * (4096 * 4096 + 4096)
 
 
 def test_a_weightless_transformers_model_exports_as_with_weights(fixture_results):

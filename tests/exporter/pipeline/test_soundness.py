@@ -55,7 +55,7 @@ def test_a_size_pytorch_itself_refuses_is_no_export_failure(bounded):
     assert (diagnostic.severity, diagnostic.location.range.start.line) == ("warning", 38)
     assert "PyTorch itself fails at sequence=78" in diagnostic.message
     assert "ONNX403" not in [d.rule for d in target.diagnostics]
-    assert any("sequence=80" in note for note in target.summary["dynamic_not_run"])
+    assert any("sequence=80" in note for note in target.summary.dynamic_not_run)
 
 
 def test_a_narrowing_no_run_confirms_is_a_warning_that_says_so(bounded):
@@ -76,7 +76,7 @@ def test_pytorch_failing_at_size_1_says_nothing_of_a_narrowed_upper_bound(bounde
     assert diagnostic.message.endswith(
         "Not confirmed: ONNX Runtime matched PyTorch at batch=64 (just above the range the "
         "graph holds for).")
-    assert any("batch=1" in note for note in bounded["NoSingleSample"].summary["dynamic_not_run"])
+    assert any("batch=1" in note for note in bounded["NoSingleSample"].summary.dynamic_not_run)
 
 
 def test_a_named_range_narrowed_by_a_guard_is_an_error_at_the_guard(narrowed):
@@ -147,10 +147,10 @@ def test_a_sound_range_is_clean_and_run_at_its_lower_bound_and_a_larger_size(nar
                                                                              sizes):
     target = narrowed[name]
     assert target.diagnostics == []
-    runs = [entry["situation"] for entry in target.summary["numerics"]]
+    runs = [entry.situation for entry in target.summary.numerics]
     assert any(f"at {sizes[0]} (the lower bound of the declared range" in r for r in runs), runs
     assert any(f"at {sizes[1]} (a larger size" in r for r in runs), runs
-    assert all(entry["matched"] for entry in target.summary["numerics"])
+    assert all(entry.matched for entry in target.summary.numerics)
 
 
 @pytest.mark.parametrize("name, line, column", [
@@ -205,6 +205,6 @@ def test_a_declared_range_that_holds_1_is_run_at_1(session):
         diagnostic.message
     # the sizes fed, for a reader to run them again (the corpus's judge: tests/corpus/claims.py)
     assert diagnostic.data["sizes"] == {"batch": 1}
-    runs = [entry["situation"] for entry in targets["NotMeantForOne"].summary["numerics"]]
+    runs = [entry.situation for entry in targets["NotMeantForOne"].summary.numerics]
     assert not any("=1 (" in run for run in runs), runs
     assert targets["NotMeantForOne"].diagnostics == targets["RightAtOne"].diagnostics == []

@@ -64,19 +64,19 @@ def test_unused_initializers_stay_in_the_proto():
 def test_strict_capture_is_tried_after_non_strict(session):
     (target,) = _check(session, "strict_capture.py").targets
     assert _rules(target) == []
-    assert target.summary["capture_strategy"] == "strict"
+    assert target.summary.capture_strategy == "strict"
 
 
 def test_inputs_mutated_by_the_model_are_fresh_for_every_run(session):
     (target,) = _check(session, "input_mutation.py").targets
     assert _rules(target) == []
-    assert all(entry["matched"] for entry in target.summary["numerics"])
+    assert all(entry.matched for entry in target.summary.numerics)
 
 
 def test_a_graph_with_no_operator_is_valid(session):
     (target,) = _check(session, "no_operator.py").targets
     assert _rules(target) == []
-    assert target.summary["opset"] == torch.onnx._constants.ONNX_DEFAULT_OPSET
+    assert target.summary.opset == torch.onnx._constants.ONNX_DEFAULT_OPSET
 
 
 def test_inputs_at_another_size_keep_the_example_values(session):
@@ -84,8 +84,8 @@ def test_inputs_at_another_size_keep_the_example_values(session):
     assert _rules(target) == []
     dynamic = target.stage("dynamic")
     assert dynamic is not None and dynamic.state.value == "passed"
-    other_size = target.summary["numerics"][-1]
-    assert other_size["matched"] and "repeated" in other_size["situation"]
+    other_size = target.summary.numerics[-1]
+    assert other_size.matched and "repeated" in other_size.situation
 
 
 def test_resized_inputs_repeat_the_example():
@@ -105,7 +105,7 @@ def test_sparse_buffers_and_inputs(session):
 
 def test_requested_opsets(session):
     targets = _by_target(_check(session, "opsets.py"))
-    assert {name: t.summary.get("opset") for name, t in targets.items()} == {
+    assert {name: t.summary.opset for name, t in targets.items()} == {
         "opset17": 17, "opset23": 23, "opset_unknown": 18,
         "default_opset": torch.onnx._constants.ONNX_DEFAULT_OPSET}
     for name in ("opset17", "opset23", "default_opset"):
