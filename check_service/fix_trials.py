@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from check_service.outcomes import Limits, failure_message
-from export_worker.messages import JobDone, JobOutcome, JobRequest
+from export_worker.messages import CheckAnswer, JobDone, JobOutcome, JobRequest
 from exporter.findings.fixes import FixCandidate, FixTrial
 from exporter.findings.result import StageState, TargetResult
 from exporter.findings.rules import Severity
@@ -66,7 +66,7 @@ def judge(candidate: FixCandidate, target: str, outcome: JobOutcome, limits: Lim
           seconds: float) -> FixTrial:
     """A trial's verdict from its check: works only with every stage that matters passed and
     no error at all."""
-    if not isinstance(outcome, JobDone) or outcome.answer.result is None:
+    if not isinstance(outcome, JobDone) or not isinstance(outcome.answer, CheckAnswer):
         return FixTrial(candidate, "fails", seconds, failure_message(target, outcome, limits)[1])
     checked = next((t for t in outcome.answer.result.targets
                     if t.name == target), None)

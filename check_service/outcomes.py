@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from export_worker.messages import JobDone, JobFailed, JobOutcome
+from export_worker.messages import (
+    CheckAnswer,
+    GraphAnswer,
+    JobDone,
+    JobError,
+    JobFailed,
+    JobOutcome,
+)
 from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.result import StageState, StageStatus, TargetResult
 from exporter.source.targets import Target
@@ -25,7 +32,9 @@ class JobCancelled(Exception):
 
 
 def target_result(target: Target, outcome: JobOutcome, limits: Limits) -> TargetResult:
-    if isinstance(outcome, JobDone) and outcome.answer.result is not None:
+    """The target's result: the check's (a check or graph job's), else a finding saying why
+    there is none."""
+    if isinstance(outcome, JobDone) and isinstance(outcome.answer, (CheckAnswer, GraphAnswer)):
         (result,) = outcome.answer.result.targets
         return result
     if isinstance(outcome, JobFailed) and outcome.failure == "cancelled":
@@ -41,8 +50,9 @@ def target_result(target: Target, outcome: JobOutcome, limits: Limits) -> Target
 def failure_message(name: str, outcome: JobOutcome, limits: Limits) -> tuple[str, str]:
     """The rule and message for a job without a result."""
     if isinstance(outcome, JobDone):  # the job answered with an error instead of a result
+        error = outcome.answer.error if isinstance(outcome.answer, JobError) else None
         return ("ONNX902", f"onnxlens could not check `{name}`: "
-                f"{outcome.answer.error or 'the job returned no result'}.")
+                f"{error or 'the job returned no result'}.")
     detail = outcome.detail or "no details"
     if outcome.failure == "timeout":
         limit = f"{limits.timeout_seconds:g} s" if limits.timeout_seconds else "its time limit"

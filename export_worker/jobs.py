@@ -11,7 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from export_worker.inputs import InputRecorder
-from export_worker.messages import JobAnswer, JobRequest
+from export_worker.messages import (
+    CheckAnswer,
+    GraphAnswer,
+    JobAnswer,
+    JobError,
+    JobRequest,
+    RunAnswer,
+    SaveAnswer,
+)
 from exporter.findings.result import CheckResult, TargetResult
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.session import ExportSession
@@ -43,7 +51,7 @@ def run_job(session: ExportSession, request: JobRequest,
     found = session.discover(path, sources.read(path), notebook)
     target = next((t for t in found.targets if t.name == request.target), None)
     if target is None:
-        return JobAnswer(error=f"no export target {request.target!r} in {path.name}")
+        return JobError(f"no export target {request.target!r} in {path.name}")
 
     def stage_done(partial: TargetResult) -> None:
         if progress is not None and partial.stages[-1].name in EARLY_STAGES \
@@ -59,8 +67,7 @@ def run_job(session: ExportSession, request: JobRequest,
         verdict_known if if_stopped is not None else None)
     result = CheckResult(targets=[target_result], files=[path])
     if request.kind == "check":
-        return JobAnswer(result=result,
-                         inputs=recorder.inputs() if recorder is not None else None)
+        return CheckAnswer(result, recorder.inputs() if recorder is not None else None)
     if request.kind == "save":
         return _save(context, result, request)
     if request.kind == "graph":
@@ -68,17 +75,19 @@ def run_job(session: ExportSession, request: JobRequest,
     return _run(context, target_result, request)
 
 
-def _save(context: CheckContext, result: CheckResult, request: JobRequest) -> JobAnswer:
+def _save(context: CheckContext, result: CheckResult,
+          request: JobRequest) -> SaveAnswer | JobError:
     from exporter.pipeline.artifacts import DEFAULT_EXTERNAL_DATA_THRESHOLD, save_model
     from exporter.reports.writing import UnsafePathError
 
     errors = [d for d in result.diagnostics if d.severity == "error"]
     if context.translated is None or context.weightless:
-        return JobAnswer(saved=False, diagnostics=errors,
-                         error='weights="none" models have no weights to save'
-                         if context.weightless else "the export failed; the file was not written")
+        return SaveAnswer(saved=False, diagnostics=errors,
+                          error='weights="none" models have no weights to save'
+                          if context.weightless else "the export failed; the file was not "
+                          "written")
     if request.output is None:
-        return JobAnswer(error="no output path", internal=True)
+        return JobError("no output path", internal=True)
     model = context.translated.onnx_program.model_proto
     if request.strip_source_metadata:
         from exporter.pipeline.source_metadata import strip_source_metadata
@@ -88,27 +97,28 @@ def _save(context: CheckContext, result: CheckResult, request: JobRequest) -> Jo
         written = save_model(model, Path(request.output),
                              request.threshold or DEFAULT_EXTERNAL_DATA_THRESHOLD)
     except (UnsafePathError, FileNotFoundError) as error:
-        return JobAnswer(saved=False, diagnostics=errors, error=f"{request.output}: {error}")
-    return JobAnswer(saved=True, written=[str(p) for p in written], diagnostics=errors)
+        return SaveAnswer(saved=False, diagnostics=errors, error=f"{request.output}: {error}")
+    return SaveAnswer(saved=True, written=[str(p) for p in written], diagnostics=errors)
 
 
-def _graph(context: CheckContext, result: CheckResult, request: JobRequest) -> JobAnswer:
+def _graph(context: CheckContext, result: CheckResult,
+           request: JobRequest) -> GraphAnswer | JobError:
     """The check's result and its graph's files (docs/graph.md), in ``request.output``."""
     from exporter.pipeline.graph_files import write_graph_files
 
     if request.output is None:
-        return JobAnswer(error="no output directory", internal=True)
+        return JobError("no output directory", internal=True)
     if context.weightless:
-        return JobAnswer(result=result, error='the graph of a weights="none" model is not '
-                         "shown; check it with its weights")
+        return GraphAnswer(result, error='the graph of a weights="none" model is not shown; '
+                           "check it with its weights")
     graph = write_graph_files(context, result.diagnostics, Path(request.output))
     if graph is None:
-        return JobAnswer(result=result, error="the export stopped before there was an ONNX "
-                         "graph to show")
-    return JobAnswer(result=result, graph=graph)
+        return GraphAnswer(result, error="the export stopped before there was an ONNX graph "
+                           "to show")
+    return GraphAnswer(result, graph=graph)
 
 
-def _run(context: CheckContext, target_result: TargetResult, request: JobRequest) -> JobAnswer:
+def _run(context: CheckContext, target_result: TargetResult, request: JobRequest) -> RunAnswer:
     from exporter.pipeline.run_report import build_run_report
     from exporter.reports.run import format_run_report
 
@@ -117,6 +127,6 @@ def _run(context: CheckContext, target_result: TargetResult, request: JobRequest
                                   Path(request.model) if request.model else None,
                                   request.repeat)
     except Exception as error:
-        return JobAnswer(error=f"cannot run {context.target.name}: {error}",
+        return RunAnswer(error=f"cannot run {context.target.name}: {error}",
                          diagnostics=list(target_result.diagnostics))
-    return JobAnswer(report=report, markdown=format_run_report(report))
+    return RunAnswer(report, format_run_report(report))

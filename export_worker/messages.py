@@ -110,22 +110,61 @@ class JobInputs:
     # content's sha256
 
 
-@dataclass(frozen=True)
-class JobAnswer:
-    """What a job process computed (which fields are set depends on the job's kind)."""
+# What a job process computed: one answer type per job kind (``kind`` tells them apart in
+# the JSON), and ``JobError`` for a job that could not do what was asked.
 
-    result: CheckResult | None = None  # check, graph: the check's result
-    inputs: JobInputs | None = None  # check with record_inputs; None: not reusable
-    error: str | None = None  # the job could not do what was asked
-    internal: bool = False  # ... because of an onnxlens bug
-    saved: bool = False
+@dataclass(frozen=True)
+class CheckAnswer:
+    """A check's result, and what it read (for the server's result reuse)."""
+
+    result: CheckResult
+    inputs: JobInputs | None = None  # with record_inputs; None: not reusable
+    kind: Literal["check"] = "check"
+
+
+@dataclass(frozen=True)
+class SaveAnswer:
+    """Whether the checked model was saved: the files written, or why not (``error``); the
+    check's errors either way."""
+
+    saved: bool
     written: list[str] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)  # save/run: the errors
-    report: RunReport | None = None  # run
-    graph: GraphFiles | None = None  # graph: the files written; None: no ONNX model
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: str | None = None
+    kind: Literal["save"] = "save"
+
+
+@dataclass(frozen=True)
+class RunAnswer:
+    """The run report (and its markdown), or why there is none with the check's findings."""
+
+    report: RunReport | None = None
     markdown: str | None = None
-    #: installed top-level packages the job imported that the worker had not (warm_imports)
-    library_imports: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: str | None = None
+    kind: Literal["run"] = "run"
+
+
+@dataclass(frozen=True)
+class GraphAnswer:
+    """The check's result and its graph's files; ``graph`` None: no ONNX model (``error``)."""
+
+    result: CheckResult
+    graph: GraphFiles | None = None
+    error: str | None = None
+    kind: Literal["graph"] = "graph"
+
+
+@dataclass(frozen=True)
+class JobError:
+    """The job could not do what was asked (no such target; ``internal``: an onnxlens bug)."""
+
+    error: str
+    internal: bool = False
+    kind: Literal["error"] = "error"
+
+
+JobAnswer = CheckAnswer | SaveAnswer | RunAnswer | GraphAnswer | JobError
 
 
 @dataclass(frozen=True)
@@ -135,6 +174,8 @@ class JobDone:
     seconds: float
     pid: int
     peak_rss_mb: int = 0
+    #: installed top-level packages the job imported that the worker had not (warm_imports)
+    library_imports: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -247,10 +288,21 @@ def _value(hint: Any, value: Any) -> Any:
     if origin is list and args and (args[0] in _CODECS or dataclasses.is_dataclass(args[0])):
         return [_value(args[0], item) for item in value]
     if origin in (Union, types.UnionType):
+        tagged = {_kind(arg): arg for arg in args if _kind(arg) is not None}
+        if tagged:  # the job answers: the one its ``kind`` names
+            return _build(tagged[value["kind"]], value)
         for arg in args:
             if arg in _CODECS or dataclasses.is_dataclass(arg):
                 return _value(arg, value)
     return value
+
+
+def _kind(cls: Any) -> str | None:
+    """The ``kind`` tag of a job answer class (None: not one)."""
+    if not (dataclasses.is_dataclass(cls) and isinstance(cls, type)):
+        return None
+    tag = next((f.default for f in dataclasses.fields(cls) if f.name == "kind"), None)
+    return tag if isinstance(tag, str) else None
 
 
 @cache
@@ -259,11 +311,11 @@ def _hints(cls: type) -> dict[str, Any]:
     return {name: hint for name, hint in get_type_hints(cls).items() if name in names}
 
 
-def answer_to_bytes(answer: JobAnswer) -> bytes:
-    """The answer's lines on a job's pipe: the library modules it imported (the worker's warm
-    imports learn them; the one part of an answer the worker reads), then the answer itself,
-    which the worker forwards as it is (``done_to_bytes``)."""
-    return (b"I" + json.dumps(answer.library_imports).encode() + b"\n"
+def answer_to_bytes(answer: JobAnswer, library_imports: list[str]) -> bytes:
+    """The answer's lines on a job's pipe: the library modules the job imported (the worker's
+    warm imports learn them, and they reach the client on ``JobDone``), then the answer
+    itself, which the worker forwards as it is (``done_to_bytes``)."""
+    return (b"I" + json.dumps(library_imports).encode() + b"\n"
             + b"A" + json.dumps(_data(answer)).encode() + b"\n")
 
 
@@ -280,17 +332,18 @@ def if_stopped_to_bytes(result: CheckResult) -> bytes:
 
 
 def stopped_answer(result: bytes) -> bytes:
-    """The ``JobAnswer`` JSON of a job killed at its time limit after its verdict was known:
-    the result it wrote (``if_stopped_to_bytes``)."""
-    return b'{"result": ' + result + b"}"
+    """The ``CheckAnswer`` JSON of a job killed at its time limit after its verdict was
+    known: the result it wrote (``if_stopped_to_bytes``)."""
+    return b'{"result": ' + result + b', "kind": "check"}'
 
 
 def done_to_bytes(job_id: str, answer: bytes, seconds: float, pid: int,
-                  peak_rss_mb: int) -> bytes:
+                  peak_rss_mb: int, library_imports: list[str] | None = None) -> bytes:
     """``encode(JobDone(...))`` around an answer the job encoded (``answer_to_bytes``): the
     worker forwards a job's answer without decoding and encoding it again."""
     head = {"type": "JobDone", "id": job_id}
-    tail = {"seconds": seconds, "pid": pid, "peak_rss_mb": peak_rss_mb}
+    tail = {"seconds": seconds, "pid": pid, "peak_rss_mb": peak_rss_mb,
+            "library_imports": library_imports or []}
     return _spliced(head, "answer", answer, tail)
 
 

@@ -52,6 +52,7 @@ from export_worker.messages import (
     FailureKind,
     JobAnswer,
     JobDone,
+    JobError,
     JobFailed,
     JobProcess,
     JobRequest,
@@ -328,11 +329,10 @@ class Worker:
                              if_stopped)
             if watch.reached():
                 answer = _without_warm_imports(request, watch.reached(), environment)
-            answer = dataclasses.replace(answer, library_imports=library_modules(before))
         except BaseException as error:
-            answer = JobAnswer(error="".join(traceback.format_exception_only(type(error), error))
-                               .strip(), internal=True)
-        _write_all(pipe, answer_to_bytes(answer))
+            answer = JobError("".join(traceback.format_exception_only(type(error), error))
+                              .strip(), internal=True)
+        _write_all(pipe, answer_to_bytes(answer, library_modules(before)))
 
     # -- the spare -------------------------------------------------------------------------
 
@@ -490,7 +490,8 @@ class Worker:
             self.send(JobFailed(job.id, "crashed", _describe_status(status), seconds, peak_mb))
         else:
             self.warm_imports.learn(job.library_imports)
-            self.send_line(done_to_bytes(job.id, answer, seconds, job.pid, peak_mb))
+            self.send_line(done_to_bytes(job.id, answer, seconds, job.pid, peak_mb,
+                                         job.library_imports))
 
     def _watch_jobs(self) -> None:
         now = time.monotonic()

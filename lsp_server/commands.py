@@ -13,7 +13,15 @@ from typing import Any, TypeVar, get_args, get_type_hints
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 
-from export_worker.messages import JobDone, JobKind, JobOutcome, JobRequest
+from export_worker.messages import (
+    JobDone,
+    JobError,
+    JobKind,
+    JobOutcome,
+    JobRequest,
+    RunAnswer,
+    SaveAnswer,
+)
 from exporter.reports.run import run_report_json
 from exporter.source.targets import Target
 from lsp_server import features
@@ -207,13 +215,20 @@ def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
     if not isinstance(outcome, JobDone):
         return {"error": f"the job failed ({outcome.failure}): {outcome.detail}"}
     answer = outcome.answer
-    body: dict[str, Any] = {"diagnostics": [d.message for d in answer.diagnostics]}
-    if answer.error is not None:
-        body["error"] = answer.error
-    if answer.report is not None:
-        body.update(report=run_report_json(answer.report), markdown=answer.markdown)
+    if isinstance(answer, RunAnswer):
+        body: dict[str, Any] = {"diagnostics": [d.message for d in answer.diagnostics]}
+        if answer.report is not None:
+            body.update(report=run_report_json(answer.report), markdown=answer.markdown)
+        else:
+            body.update(saved=False, written=[])
+    elif isinstance(answer, SaveAnswer):
+        body = {"diagnostics": [d.message for d in answer.diagnostics], "saved": answer.saved,
+                "written": answer.written}
     else:
-        body.update(saved=answer.saved, written=answer.written)
+        body = {"diagnostics": [], "saved": False, "written": []}
+    error = answer.error if isinstance(answer, (RunAnswer, SaveAnswer, JobError)) else None
+    if error is not None:
+        body["error"] = error
     return body
 
 

@@ -34,7 +34,7 @@ from export_worker.graph_viewer import (
     page_url,
     start_viewer,
 )
-from export_worker.messages import JobDone, JobKind, JobOutcome, JobRequest
+from export_worker.messages import GraphAnswer, JobDone, JobError, JobKind, JobOutcome, JobRequest
 from exporter.findings.positions import Range
 from exporter.reports.graph_view import GraphFiles
 from exporter.source.targets import Target
@@ -266,16 +266,14 @@ def _shown_graph(uri: str, target: Target, directory: Path, request: JobRequest,
     if not isinstance(outcome, JobDone):
         return f"the graph job failed ({outcome.failure}): {outcome.detail}"
     answer = outcome.answer
+    if not isinstance(answer, GraphAnswer):
+        error = answer.error if isinstance(answer, JobError) else "the job wrote no graph"
+        return f"no graph of {target.name}: {error}"
     if answer.graph is None:
         reason = answer.error or "the job wrote no graph"
-        if answer.result is not None:
-
-            errors = [d for d in answer.result.diagnostics
-                      if d.severity == "error"]
-            if errors:
-                reason += f" ({errors[0].rule}: {errors[0].message})"
-        elif answer.diagnostics:
-            reason += f" ({answer.diagnostics[0].message})"
+        errors = [d for d in answer.result.diagnostics if d.severity == "error"]
+        if errors:
+            reason += f" ({errors[0].rule}: {errors[0].message})"
         return f"no graph of {target.name}: {reason}"
     nodes = json.loads(Path(answer.graph.nodes).read_text(encoding="utf-8"))
     return ShownGraph(uri, target.name, directory, Path(request.workspace), answer.graph, nodes)

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from export_worker.inputs import digest
-from export_worker.messages import JobDone, JobOutcome, JobRequest
+from export_worker.messages import CheckAnswer, JobDone, JobOutcome, JobRequest
 from exporter.toolchain import shortcuts
 
 
@@ -49,7 +49,9 @@ class ResultCache:
         if entry is None:
             return None
         outcome, installed = entry
-        modules = outcome.answer.inputs.modules if outcome.answer.inputs else {}
+        answer = outcome.answer
+        modules = answer.inputs.modules \
+            if isinstance(answer, CheckAnswer) and answer.inputs else {}
         if installed != installed_packages() \
                 or any(digest(path) != known for path, known in modules.items()):
             del self.entries[key]
@@ -62,7 +64,8 @@ class ResultCache:
             installed: Installed) -> None:
         """``installed``: ``installed_packages()`` from before the job ran."""
         self.checked += 1
-        if not isinstance(outcome, JobDone) or outcome.answer.inputs is None:
+        if not isinstance(outcome, JobDone) or not isinstance(outcome.answer, CheckAnswer) \
+                or outcome.answer.inputs is None:
             return
         self.entries[self._key(request, worker)] = (outcome, installed)
         while len(self.entries) > self.limit:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from export_worker.graph_viewer import ViewerError, missing_packages, missing_packages_message
+from export_worker.messages import GraphAnswer
 from exporter.reports.graph_view import (
     GRAPH_FILES,
     MARKER_FILE,
@@ -70,12 +71,12 @@ def _check_output_dir(directory: Path) -> None:
 def _graph(args: argparse.Namespace, directory: Path) -> int:
     target, end = single_job(args, "graph", output=str(directory))
     answer = end.answer
-    if answer is not None and answer.result is not None:  # the check's findings
+    if isinstance(answer, GraphAnswer):  # the check's findings
         for diagnostic in answer.result.diagnostics:
             print(format_diagnostic(diagnostic), file=sys.stderr)
     else:
         end.print_problems(target)
-    if answer is None or answer.graph is None:
+    if not isinstance(answer, GraphAnswer) or answer.graph is None:
         print(f"onnxlens: no graph of {args.target}: {end.reason}", file=sys.stderr)
         return EXIT_ERRORS
     graph = answer.graph

@@ -13,7 +13,16 @@ from typing import Any
 
 from check_service.outcomes import Limits
 from check_service.requests import job_limits, job_request
-from export_worker.messages import JobAnswer, JobDone, JobKind, JobOutcome
+from export_worker.messages import (
+    CheckAnswer,
+    JobAnswer,
+    JobDone,
+    JobError,
+    JobKind,
+    JobOutcome,
+    RunAnswer,
+    SaveAnswer,
+)
 from exporter.config.pyproject import find_root, load_config
 from exporter.reports.render import display_path, format_diagnostic, printable
 from exporter.reports.run import run_report_json
@@ -97,10 +106,13 @@ class JobEnd:
         """The errors the job found, or the ONNX90x diagnostic of a job that did not end."""
         from check_service.outcomes import target_result
 
-        if self.answer is None:
+        answer = self.answer
+        if answer is None:
             diagnostics = target_result(target, self.outcome, self.limits).diagnostics
-        else:
-            diagnostics = list(self.answer.diagnostics)
+        elif isinstance(answer, (SaveAnswer, RunAnswer)):
+            diagnostics = list(answer.diagnostics)
+        else:  # a graph job's findings are its check's (onnxlens/graph.py prints them)
+            diagnostics = []
         for diagnostic in diagnostics:
             print(format_diagnostic(diagnostic), file=sys.stderr)
 
@@ -111,7 +123,9 @@ class JobEnd:
                     "memory": "the export went past the memory limit (ONNX903)"}.get(
                 getattr(self.outcome, "failure", ""), "the process exporting it died (ONNX902)")
         # the job's words for the server's message; the CLI says what is unchanged itself
-        return printable((self.answer.error or "the export failed").removesuffix(
+        answer = self.answer
+        error = answer.error if not isinstance(answer, CheckAnswer) else None
+        return printable((error or "the export failed").removesuffix(
             "; the file was not written"))
 
 
@@ -125,9 +139,9 @@ def save_command(args: argparse.Namespace) -> int:
                               optimize=not args.no_optimize,
                               strip_source_metadata=args.strip_source_metadata)
     answer = end.answer
-    if answer is None or not answer.saved:
+    if not isinstance(answer, SaveAnswer) or not answer.saved:
         end.print_problems(target)
-        if answer is not None and answer.internal:
+        if isinstance(answer, JobError) and answer.internal:
             raise UsageError(f"not saved: {end.reason}")
         print(f"onnxlens: not saved: {end.reason}; {display_path(args.output)} is unchanged.",
               file=sys.stderr)
@@ -144,7 +158,7 @@ def run_command(args: argparse.Namespace) -> int:
     model = str(args.model.absolute()) if args.model else None
     target, end = single_job(args, "run", repeat=args.repeat, model=model)
     answer = end.answer
-    if answer is None or answer.report is None:
+    if not isinstance(answer, RunAnswer) or answer.report is None:
         end.print_problems(target)
         print(f"onnxlens: cannot run {args.target}: {end.reason}", file=sys.stderr)
         return EXIT_ERRORS

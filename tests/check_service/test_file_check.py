@@ -12,7 +12,7 @@ import pytest
 
 from check_service.file_check import FileCheck, OnProgress, check_targets, with_fixes_tried
 from check_service.files import file_targets
-from export_worker.messages import JobAnswer, JobDone, JobFailed, JobOutcome, JobRequest
+from export_worker.messages import CheckAnswer, JobDone, JobFailed, JobOutcome, JobRequest
 from exporter.config.options import Options
 from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.fixes import FixCandidate, FixEdit
@@ -67,10 +67,10 @@ async def test_one_job_per_target_with_the_checks_settings_verdicts_in_the_files
         submitted.append(request)
         if target.name == "First":  # ends after Second
             await second_done.wait()
-            return JobDone("", JobAnswer(result=_result(target, _finding(target, "ONNX104", 7))),
+            return JobDone("", CheckAnswer(_result(target, _finding(target, "ONNX104", 7))),
                            seconds=1.0, pid=1)
         second_done.set()
-        return JobDone("", JobAnswer(result=_result(target, _finding(target, "ONNX101", 13))),
+        return JobDone("", CheckAnswer(_result(target, _finding(target, "ONNX101", 13))),
                        seconds=1.0, pid=1)
 
     verdicts: list[str] = []
@@ -101,7 +101,7 @@ async def test_what_capture_found_is_handed_on_early_with_the_suppressions_appli
         if target.name == "Second":
             release.set()
         await release.wait()
-        return JobDone("", JobAnswer(result=found), seconds=1.0, pid=1)
+        return JobDone("", CheckAnswer(found), seconds=1.0, pid=1)
 
     await check_targets(check, submit, on_early=lambda result: early.append(
         [(d.rule, d.location.range.start.line) for d in result.diagnostics]))
@@ -153,7 +153,7 @@ async def test_fixes_are_tried_on_the_checked_text_only_for_failing_targets_with
                   for name in ("translate", "runtime", "numerics")]
         passed = CheckResult(targets=[TargetResult(target.name, target.path, target.definition,
                                                    stages)], files=[target.path])
-        return JobDone("", JobAnswer(result=passed), seconds=2.0, pid=1)
+        return JobDone("", CheckAnswer(passed), seconds=2.0, pid=1)
 
     results = await with_fixes_tried(check, verdict, submit)
     assert results is not None

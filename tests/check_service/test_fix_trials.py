@@ -8,7 +8,7 @@ from pathlib import Path
 
 from check_service.fix_trials import try_fixes, with_trials
 from check_service.outcomes import Limits
-from export_worker.messages import JobAnswer, JobDone, JobFailed, JobOutcome, JobRequest
+from export_worker.messages import CheckAnswer, JobDone, JobFailed, JobOutcome, JobRequest
 from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.findings.positions import Range
@@ -39,7 +39,7 @@ async def test_each_fix_is_checked_on_its_edited_text_and_only_one_that_works_is
         submitted.append(request)
         if request.text == "x = 2\ny = 2\n":
             return JobFailed("", "timeout", seconds=22.0)
-        return JobDone("", JobAnswer(result=_checked(request.text == "x = 3\ny = 2\n")),
+        return JobDone("", CheckAnswer(_checked(request.text == "x = 3\ny = 2\n")),
                        seconds=4.0, pid=1)
 
     result = TargetResult("T", PATH, Range.of(1, 1, 1, 2), diagnostics=[FAILURE],
@@ -64,7 +64,7 @@ async def test_each_fix_is_checked_on_its_edited_text_and_only_one_that_works_is
 
 async def test_a_fix_whose_check_still_fails_a_stage_does_not_work():
     async def submit(request: JobRequest) -> JobOutcome:
-        return JobDone("", JobAnswer(result=_checked(False)), seconds=1.0, pid=1)
+        return JobDone("", CheckAnswer(_checked(False)), seconds=1.0, pid=1)
 
     result = TargetResult("T", PATH, Range.of(1, 1, 1, 2), diagnostics=[FAILURE],
                           fix_candidates=[_candidate("partial", "5")])

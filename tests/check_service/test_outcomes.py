@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from check_service.outcomes import JobCancelled, Limits, target_result
-from export_worker.messages import JobAnswer, JobDone, JobFailed
+from export_worker.messages import JobDone, JobError, JobFailed
 from exporter.source.targets import discover
 
 SOURCE = "import torch\n\n\n# onnx-export: args=(torch.randn(2),)\nclass Tiny(torch.nn.Module):\n" \
@@ -29,7 +29,7 @@ SOURCE = "import torch\n\n\n# onnx-export: args=(torch.randn(2),)\nclass Tiny(to
      "The process checking `Tiny` died: killed by SIGSEGV. The model's code crashed"),
     (JobFailed("1", "worker-lost", "the worker did not start"), Limits(60.0, None), "ONNX902",
      "`Tiny` was not checked: the worker did not start. This says nothing about the model"),
-    (JobDone("1", JobAnswer(error="no such target"), 0.1, 7), Limits(60.0, None), "ONNX902",
+    (JobDone("1", JobError("no such target"), 0.1, 7), Limits(60.0, None), "ONNX902",
      "onnxlens could not check `Tiny`: no such target."),
 ])
 def test_a_job_without_a_result_is_one_finding_at_the_target(outcome, limits, rule, message):

@@ -8,22 +8,28 @@ from pathlib import Path
 import pytest
 
 from export_worker.messages import (
+    CheckAnswer,
     DecodeError,
-    JobAnswer,
+    GraphAnswer,
     JobDone,
+    JobError,
     JobInputs,
     JobProcess,
     JobProgress,
     JobRequest,
     Ready,
+    RunAnswer,
+    SaveAnswer,
     WorkerStatus,
     answer_to_bytes,
     decode,
     done_to_bytes,
     encode,
+    if_stopped_to_bytes,
     progress_frame,
     progress_to_bytes,
     read_job_lines,
+    stopped_answer,
 )
 from exporter.config.options import ExportOptions
 from exporter.findings.diagnostics import Diagnostic, Location
@@ -50,10 +56,16 @@ RESULT = CheckResult(targets=[TargetResult("T", PATH, Range.of(4, 7, 4, 8), [
 
 @pytest.mark.parametrize("message", [
     Ready(12, 3.5, TOOLCHAIN, ["ONNXLENS_X is not a setting"]),
-    JobDone("1", JobAnswer(result=RESULT, inputs=JobInputs({"/w/m.py": "abc"})), 2.5, 13),
-    JobDone("2", JobAnswer(error="cannot run T", diagnostics=[FINDING]), 0.1, 14),
+    JobDone("1", CheckAnswer(RESULT, JobInputs({"/w/m.py": "abc"})), 2.5, 13,
+            library_imports=["timm"]),
+    JobDone("2", RunAnswer(error="cannot run T", diagnostics=[FINDING]), 0.1, 14),
     JobProgress("1", RESULT),
-    JobDone("3", JobAnswer(report=REPORT, markdown="# Model"), 1.0, 15),
+    JobDone("3", RunAnswer(REPORT, "# Model"), 1.0, 15),
+    JobDone("4", SaveAnswer(True, ["/w/m.onnx", "/w/m.onnx.data"], [FINDING]), 1.0, 16),
+    JobDone("5", SaveAnswer(False, error="the export failed"), 1.0, 16),
+    JobDone("6", GraphAnswer(RESULT, error="no ONNX graph"), 1.0, 17),
+    JobDone("7", JobError("no export target 'T' in m.py"), 0.1, 18),
+    JobDone("8", JobError("KeyError: 'x'", internal=True), 0.1, 18),
     WorkerStatus("s1", 12, [JobProcess("j1", 13)], None, TOOLCHAIN, ["transformers"]),
     JobRequest("check", "/w/m.py", "/w", "Model", text="x = 1\n",
                settings=ExportOptions(opset=20, atol=1e-4), timeout=60.0),
@@ -82,8 +94,8 @@ def test_a_jobs_pipe_is_forwarded_as_the_messages_the_client_decodes_typed():
     """What a job process writes (progress, then its answer), read by the worker in pieces as
     a pipe hands them over and forwarded without decoding: the client gets the messages the
     worker would have encoded, typed fields and all."""
-    answer = JobAnswer(result=RESULT, library_imports=["transformers", "timm"])
-    written = progress_to_bytes(RESULT) + answer_to_bytes(answer)
+    answer = CheckAnswer(RESULT)
+    written = progress_to_bytes(RESULT) + answer_to_bytes(answer, ["transformers", "timm"])
     buffer = bytearray(written[:40])
     assert read_job_lines(buffer).progress == []  # a line still being written waits
     buffer.extend(written[40:])
@@ -92,10 +104,10 @@ def test_a_jobs_pipe_is_forwarded_as_the_messages_the_client_decodes_typed():
     (progress,) = output.progress
     assert decode(progress_frame("7", progress)) == JobProgress("7", RESULT)
     assert output.answer is not None
-    done = decode(done_to_bytes("7", output.answer, 2.5, 13, 300))
-    assert done == JobDone("7", answer, 2.5, 13, 300)
+    done = decode(done_to_bytes("7", output.answer, 2.5, 13, 300, output.library_imports))
+    assert done == JobDone("7", answer, 2.5, 13, 300, ["transformers", "timm"])
     assert decode(encode(done)) == done  # the same message as the worker's own encoding
-    assert isinstance(done, JobDone)
+    assert isinstance(done, JobDone) and isinstance(done.answer, CheckAnswer)
     (finding,) = done.answer.result.diagnostics
     assert finding.quick_fixes == FINDING.quick_fixes and finding.data == FINDING.data
 
@@ -106,3 +118,18 @@ def test_a_pipe_line_that_is_not_what_a_job_writes_is_malformed(line):
     output = read_job_lines(bytearray(line))
     assert output.malformed
     assert output.answer is None and output.progress == [] and output.library_imports == []
+
+
+def test_the_verdict_a_killed_job_left_arrives_as_its_check_answer():
+    """A job killed at its time limit after its export was known to fail: the worker answers
+    with the result the job wrote to its pipe (``K``), a check's answer like any other."""
+    output = read_job_lines(bytearray(if_stopped_to_bytes(RESULT)))
+    assert output.if_stopped is not None
+    done = decode(done_to_bytes("9", stopped_answer(output.if_stopped), 300.0, 13, 80))
+    assert done == JobDone("9", CheckAnswer(RESULT), 300.0, 13, 80)
+
+
+def test_an_answer_of_an_unknown_kind_is_refused():
+    line = encode(JobDone("1", JobError("x"), 0.1, 2)).replace(b'"error"}', b'"nope"}')
+    with pytest.raises(DecodeError, match="not a worker message"):
+        decode(line)

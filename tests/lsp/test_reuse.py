@@ -15,7 +15,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from export_worker.inputs import digest
-from export_worker.messages import JobAnswer, JobDone, JobFailed, JobInputs, JobRequest
+from export_worker.messages import CheckAnswer, JobDone, JobFailed, JobInputs, JobRequest
 from exporter.config.options import ExportOptions
 from exporter.findings.result import CheckResult
 from exporter.toolchain import shortcuts
@@ -43,7 +43,7 @@ def check_request(root, text: str = "import helper\n", **changes) -> JobRequest:
 def done(root) -> JobDone:
     """A check that read the workspace module ``helper.py``."""
     helper = str(root / "helper.py")
-    return JobDone("job-1", JobAnswer(result=CheckResult(),
+    return JobDone("job-1", CheckAnswer(CheckResult(),
                                       inputs=JobInputs({helper: digest(helper)})),
                    seconds=1.0, pid=4242)
 
@@ -108,7 +108,7 @@ def test_a_package_installed_since_the_check_is_checked_again(root, monkeypatch)
 
 def test_a_check_that_read_a_data_file_is_never_reused(root):
     cache = ResultCache()
-    unreusable = dataclasses.replace(done(root), answer=JobAnswer(result=CheckResult(),
+    unreusable = dataclasses.replace(done(root), answer=CheckAnswer(CheckResult(),
                                                                   inputs=None))
     cache.put(check_request(root), WORKER, unreusable, installed_packages())
     assert cache.get(check_request(root), WORKER) is None

@@ -98,7 +98,7 @@ async def test_installed_packages_are_imported_ahead_and_reimported_when_they_ch
     try:
         first = await check(client, workspace)
         assert rules(first) == []
-        assert {"branchpkg", "threadpkg"} <= set(first.answer.library_imports)
+        assert {"branchpkg", "threadpkg"} <= set(first.library_imports)
         status = await client.status()
         assert status is not None
         assert "branchpkg" in status.warm_imports
@@ -107,8 +107,8 @@ async def test_installed_packages_are_imported_ahead_and_reimported_when_they_ch
 
         second = await check(client, workspace)
         assert rules(second) == []
-        assert "branchpkg" not in second.answer.library_imports  # imported ahead
-        assert "threadpkg" in second.answer.library_imports  # imported by the check again
+        assert "branchpkg" not in second.library_imports  # imported ahead
+        assert "threadpkg" in second.library_imports  # imported by the check again
 
         site = Path(os.environ["PYTHONPATH"].split(os.pathsep)[0])
         write_package(site, "branchpkg", "USE_I0 = True\n")  # `pip install` a new version
@@ -129,7 +129,7 @@ async def test_warm_imports_have_an_off_switch(workspace, monkeypatch):
         status = await client.status()
         assert status is not None and status.warm_imports == []
         second = await check(client, workspace)
-        assert "branchpkg" in second.answer.library_imports
+        assert "branchpkg" in second.library_imports
     finally:
         await client.stop()
 
@@ -227,7 +227,7 @@ async def test_a_package_changing_state_only_in_the_worker_retires_it(tmp_path, 
     try:
         used = await client.submit(JobRequest("check", str(project / "uses.py"), str(project),
                                               "UsesPackage", timeout=120))
-        assert isinstance(used, JobDone) and "sneaky_pkg" in used.answer.library_imports
+        assert isinstance(used, JobDone) and "sneaky_pkg" in used.library_imports
         pid = client.pid
         plain = await client.submit(JobRequest("check", str(project / "plain.py"),
                                                str(project), "Float32Input", timeout=120))
