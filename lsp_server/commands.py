@@ -25,6 +25,14 @@ from export_worker.messages import (
 from exporter.reports.run import run_report_json
 from exporter.source.targets import Target
 from lsp_server import features
+from lsp_server.payloads import (
+    Cancelled,
+    ExportAnswer,
+    GraphNotShown,
+    JobCommandAnswer,
+    TargetCount,
+    to_json,
+)
 from lsp_server.progress import with_progress
 from lsp_server.server import OnnxLensServer
 
@@ -40,7 +48,7 @@ def _answered(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable
         try:
             return await handler(ls, *args)
         except asyncio.CancelledError:
-            return {"cancelled": True}
+            return to_json(Cancelled())
 
     return answering
 
@@ -134,9 +142,9 @@ async def export_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     if task is not None:
         await task
     state = ls.checker.state(uri)
-    return {"uri": uri, "version": state.version,
-            "targets": {name: {"ok": result.ok, "problems": len(result.diagnostics)}
-                        for name, result in state.targets.items()}}
+    return to_json(ExportAnswer(uri, state.version, {
+        name: TargetCount(result.ok, len(result.diagnostics))
+        for name, result in state.targets.items()}))
 
 
 @_answered
@@ -157,13 +165,13 @@ async def save_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     if given.output is not None:
         output = _output_path(ls.root_for(target.path), given.output)
         if isinstance(output, str):
-            return {"error": output}
+            return to_json(JobCommandAnswer(error=output))
     else:
         output = target.path.with_name(f"{target.name}.onnx")
     answer = await with_progress(
         ls.progress_reporter, f"Saving {target.name} to {output.name}",
         lambda: ls.worker.submit(_job(ls, given.uri, target, "save", output=str(output))))
-    return _job_answer(answer)
+    return to_json(_job_answer(answer))
 
 
 @_answered
@@ -174,7 +182,7 @@ async def run_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     answer = await with_progress(
         ls.progress_reporter, f"Running {target.name} in ONNX Runtime",
         lambda: ls.worker.submit(_job(ls, given.uri, target, "run", repeat=given.repeat)))
-    return _job_answer(answer)
+    return to_json(_job_answer(answer))
 
 
 @_answered
@@ -188,16 +196,16 @@ async def show_graph_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     shown = await with_progress(ls.progress_reporter, f"Graph of {target.name}",
                                 lambda: ls.graphs.show(given.uri, target))
     if ls.graphs.panel_client:
-        return shown
-    if "error" in shown:
-        ls.tell(f"onnxlens: {shown['error']}", types.MessageType.Error)
+        return to_json(shown)
+    if isinstance(shown, GraphNotShown):
+        ls.tell(f"onnxlens: {shown.error}", types.MessageType.Error)
     elif ls.support.show_document:
-        await ls.window_show_document_async(types.ShowDocumentParams(uri=shown["url"],
+        await ls.window_show_document_async(types.ShowDocumentParams(uri=shown.url,
                                                                      external=True))
     else:
-        ls.tell(f"onnxlens: the graph of {target.name} is at {shown['url']}",
+        ls.tell(f"onnxlens: the graph of {target.name} is at {shown.url}",
                 types.MessageType.Info)
-    return shown
+    return to_json(shown)
 
 
 def graph_nodes_at(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
@@ -207,29 +215,24 @@ def graph_nodes_at(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     document has no graph yet."""
     _require_trust(ls)
     given = parsed(args, LineArguments)
-    return ls.graphs.nodes_at(given.uri, given.line + 1)
+    return to_json(ls.graphs.nodes_at(given.uri, given.line + 1))
 
 
-def _job_answer(outcome: JobOutcome) -> dict[str, Any]:
+def _job_answer(outcome: JobOutcome) -> JobCommandAnswer:
     """A save or run job's answer as the command's result (what the client shows)."""
     if not isinstance(outcome, JobDone):
-        return {"error": f"the job failed ({outcome.failure}): {outcome.detail}"}
+        return JobCommandAnswer(error=f"the job failed ({outcome.failure}): {outcome.detail}")
     answer = outcome.answer
     if isinstance(answer, RunAnswer):
-        body: dict[str, Any] = {"diagnostics": [d.message for d in answer.diagnostics]}
-        if answer.report is not None:
-            body.update(report=run_report_json(answer.report), markdown=answer.markdown)
-        else:
-            body.update(saved=False, written=[])
-    elif isinstance(answer, SaveAnswer):
-        body = {"diagnostics": [d.message for d in answer.diagnostics], "saved": answer.saved,
-                "written": answer.written}
-    else:
-        body = {"diagnostics": [], "saved": False, "written": []}
-    error = answer.error if isinstance(answer, (RunAnswer, SaveAnswer, JobError)) else None
-    if error is not None:
-        body["error"] = error
-    return body
+        return JobCommandAnswer(
+            [d.message for d in answer.diagnostics],
+            report=run_report_json(answer.report) if answer.report is not None else None,
+            markdown=answer.markdown if answer.report is not None else None, error=answer.error)
+    if isinstance(answer, SaveAnswer):
+        return JobCommandAnswer([d.message for d in answer.diagnostics], saved=answer.saved,
+                                written=answer.written, error=answer.error)
+    error = answer.error if isinstance(answer, JobError) else "the job answered another kind"
+    return JobCommandAnswer(saved=False, written=[], error=error)
 
 
 async def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:

@@ -40,6 +40,17 @@ from exporter.reports.graph_view import GraphFiles
 from exporter.source.targets import Target
 from lsp_server.convert import PositionConverter, path_of, path_uri
 from lsp_server.discovery import TargetDiscovery
+from lsp_server.payloads import (
+    GraphNode,
+    GraphNotShown,
+    GraphShown,
+    NodeRef,
+    NodesAt,
+    Position,
+    SourceLocation,
+    SourceRange,
+    to_json,
+)
 from lsp_server.supervisor import WorkerSupervisor
 
 log = logging.getLogger(__name__)
@@ -92,22 +103,18 @@ def nodes_at(nodes: dict[str, Any], workspace: Path, path: Path, line: int) -> l
     return own + called
 
 
-def graph_payload(shown: ShownGraph, url: str, positions: PositionConverter
-                  ) -> dict[str, Any]:
+def graph_payload(shown: ShownGraph, url: str, positions: PositionConverter) -> GraphShown:
     """What ``onnxlens.showGraph`` answers and ``onnxlens/graphChanged`` carries: the page, the
     selected node and every node's source as LSP locations (0-based lines, columns in the
     negotiated encoding)."""
     files = shown.files
-    return {
-        "url": url, "uri": shown.uri, "target": shown.target, "graphId": files.graph_id,
-        "selectedNode": files.selected_node, "selectedGraph": files.selected_graph,
-        "nodes": {key: {"graphId": node["graph_id"], "nodeId": node["node_id"],
-                        "opType": node["op_type"],
-                        "location": _location(node, shown.workspace, positions),
-                        "callers": [_location(caller, shown.workspace, positions)
-                                    for caller in node.get("callers", [])]}
-                  for key, node in shown.nodes.items()},
-    }
+    return GraphShown(
+        url, shown.uri, shown.target, files.graph_id, files.selected_node, files.selected_graph,
+        {key: GraphNode(node["graph_id"], node["node_id"], node["op_type"],
+                        _location(node, shown.workspace, positions),
+                        [_location(caller, shown.workspace, positions)
+                         for caller in node.get("callers", [])])
+         for key, node in shown.nodes.items()})
 
 
 class GraphViews:
@@ -135,15 +142,14 @@ class GraphViews:
         check (an ``onnxlens/graphChanged`` is on its way)."""
         return self._rerender is not None and not self._rerender.done()
 
-    async def show(self, uri: str, target: Target) -> dict[str, Any]:
+    async def show(self, uri: str, target: Target) -> GraphShown | GraphNotShown:
         """One graph job for ``target`` and its page; ``{"error": ...}`` when there is no graph
         (the export stopped before ONNX, the job failed, Model Explorer is missing)."""
         if not self._host.trusted:
             raise PermissionError("the workspace is not trusted: onnxlens runs no model code")
         missing = missing_packages()
         if missing:
-            return {"error": missing_packages_message(missing), "target": target.name,
-                    "uri": uri}
+            return GraphNotShown(missing_packages_message(missing), uri, target.name)
         directory = self._job_directory()
         host = self._host
         request = host.job_request("graph", target, host.document_text(uri),
@@ -153,11 +159,11 @@ class GraphViews:
             shown = _shown_graph(uri, target, directory, request, outcome)
             if isinstance(shown, str):
                 shutil.rmtree(directory, ignore_errors=True)
-                return {"error": shown, "target": target.name, "uri": uri}
+                return GraphNotShown(shown, uri, target.name)
             url = await self._page(shown.files)
         except ViewerError as error:
             shutil.rmtree(directory, ignore_errors=True)
-            return {"error": str(error), "target": target.name, "uri": uri}
+            return GraphNotShown(str(error), uri, target.name)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
@@ -169,16 +175,15 @@ class GraphViews:
             self._open = (uri, target.name)
         return graph_payload(shown, url, host.positions())
 
-    def nodes_at(self, uri: str, line: int) -> dict[str, Any]:
+    def nodes_at(self, uri: str, line: int) -> NodesAt:
         """The nodes of ``uri``'s last graph that 1-based ``line`` produced."""
         shown = self._shown.get(uri)
         if shown is None:
-            return {"uri": uri, "target": None, "nodes": []}
+            return NodesAt(uri, None, [])
         keys = nodes_at(shown.nodes, shown.workspace, path_of(uri), line)
-        return {"uri": uri, "target": shown.target, "graphId": shown.files.graph_id,
-                "nodes": [{"key": key, "nodeId": shown.nodes[key]["node_id"],
-                           "graphId": shown.nodes[key]["graph_id"],
-                           "opType": shown.nodes[key]["op_type"]} for key in keys]}
+        return NodesAt(uri, shown.target, [
+            NodeRef(key, shown.nodes[key]["node_id"], shown.nodes[key]["graph_id"],
+                    shown.nodes[key]["op_type"]) for key in keys], shown.files.graph_id)
 
     def closed(self) -> None:
         """The client's panel closed: no more re-rendering."""
@@ -200,8 +205,8 @@ class GraphViews:
             targets = await self._host.discovery.targets(uri)
             target = next((t for t in targets if t.name == name), None)
             if target is None:
-                payload: dict[str, Any] = {"uri": uri, "target": name,
-                                           "error": f"no export target {name!r} any more"}
+                payload: GraphShown | GraphNotShown = GraphNotShown(
+                    f"no export target {name!r} any more", uri, name)
             else:
                 payload = await self.show(uri, target)
         except asyncio.CancelledError:
@@ -210,7 +215,7 @@ class GraphViews:
             log.exception("re-rendering the graph of %s failed", name)
             return
         if self._open == (uri, name):
-            self._host.notify(GRAPH_CHANGED, payload)
+            self._host.notify(GRAPH_CHANGED, to_json(payload))
 
     async def close(self) -> None:
         """Stop the viewer and remove every graph's files (shutdown, trust withdrawn)."""
@@ -284,11 +289,10 @@ def _absolute(path: str, workspace: Path) -> Path:
 
 
 def _location(place: dict[str, Any], workspace: Path,
-              positions: PositionConverter) -> dict[str, Any]:
+              positions: PositionConverter) -> SourceLocation:
     path = _absolute(place["path"], workspace)
     range_ = positions.range(path, Range.of(place["line"], place["column"],
                                             place["end_line"], place["end_column"]))
-    return {"uri": path_uri(path),
-            "range": {"start": {"line": range_.start.line,
-                                "character": range_.start.character},
-                      "end": {"line": range_.end.line, "character": range_.end.character}}}
+    return SourceLocation(path_uri(path), SourceRange(
+        Position(range_.start.line, range_.start.character),
+        Position(range_.end.line, range_.end.character)))

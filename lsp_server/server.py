@@ -39,6 +39,7 @@ from lsp_server.client_support import ClientSupport
 from lsp_server.convert import PositionConverter, path_of, path_uri, to_lsp
 from lsp_server.discovery import TargetDiscovery
 from lsp_server.graphs import GraphViews
+from lsp_server.payloads import ServerState, to_json
 from lsp_server.progress import ProgressReporter, with_progress
 from lsp_server.store import DiagnosticsStore, group_by_file
 from lsp_server.supervisor import WorkerSupervisor
@@ -273,9 +274,8 @@ class OnnxLensServer(LanguageServer):
 
     def notify_state(self) -> None:
         """Tell the client what the status bar shows: trust, the worker, what is checking."""
-        self.protocol.notify(STATE_NOTIFICATION, {"trusted": self.trusted,
-                                                  "workerState": self.worker.state,
-                                                  "checking": self.checker.checking()})
+        self.protocol.notify(STATE_NOTIFICATION, to_json(ServerState(
+            self.trusted, self.worker.state, self.checker.checking())))
 
     def notify(self, method: str, params: Any) -> None:
         """A notification of onnxlens's own (``onnxlens/...``)."""

@@ -9,7 +9,8 @@
 import * as path from "path";
 import * as vscode from "vscode";
 import { GraphPayload, graphPanel } from "./graphPanel";
-import { escapeHtml, htmlPage, renderRunError, renderRunReport, RunReport } from "./runView";
+import type { ExportAnswer, JobCommandAnswer, NodesAt } from "./payloads";
+import { escapeHtml, htmlPage, renderRunError, renderRunReport } from "./runView";
 
 export const SARIF_VIEWER = "MS-SarifVSCode.sarif-viewer";
 
@@ -78,9 +79,7 @@ async function exportNow(args: unknown[], next: Next): Promise<unknown> {
   if (uri === undefined) {
     return undefined;
   }
-  const result = (await next("onnxlens.export", [uri])) as
-    | { targets: Record<string, { ok: boolean; problems: number }> }
-    | undefined;
+  const result = (await next("onnxlens.export", [uri])) as ExportAnswer | undefined;
   const parts = Object.entries(result?.targets ?? {}).map(([name, t]) =>
     t.ok ? `${name} ✓` : `${name} ✗ ${t.problems} problem${t.problems === 1 ? "" : "s"}`,
   );
@@ -107,7 +106,7 @@ async function saveModel(args: unknown[], next: Next): Promise<unknown> {
     return undefined;
   }
   const result = (await next("onnxlens.saveModel", [target.uri, target.name, destination.fsPath])) as
-    | { saved?: boolean; written?: string[]; error?: string; diagnostics?: string[] }
+    | JobCommandAnswer
     | undefined;
   const error = failure(result);
   if (error !== undefined || !result?.saved) {
@@ -144,9 +143,7 @@ async function runModel(args: unknown[], next: Next): Promise<unknown> {
   if (target === undefined) {
     return undefined;
   }
-  const result = (await next("onnxlens.runModel", [target.uri, target.name])) as
-    | { report?: RunReport; error?: string; diagnostics?: string[] }
-    | undefined;
+  const result = (await next("onnxlens.runModel", [target.uri, target.name])) as JobCommandAnswer | undefined;
   const title = `ORT: ${target.name}`;
   if (result?.report) {
     showPanel("run", title, renderRunReport(result.report));
@@ -224,9 +221,7 @@ export async function showInGraph(): Promise<void> {
     }
   }
   // `line` is 0-based, as LSP positions are
-  const found = (await vscode.commands.executeCommand("onnxlens.graphNodesAt", uri, line)) as
-    | { nodes?: Array<{ nodeId: string; opType: string }> }
-    | undefined;
+  const found = (await vscode.commands.executeCommand("onnxlens.graphNodesAt", uri, line)) as NodesAt | undefined;
   const first = found?.nodes?.[0];
   if (first === undefined) {
     vscode.window.setStatusBarMessage(`onnxlens: no node of the graph comes from line ${line + 1}`, 5000);

@@ -16,16 +16,11 @@ import { executeCommand, showInGraph } from "./commands";
 import { editorsNotification } from "./editors";
 import { GraphPayload, graphPanel } from "./graphPanel";
 import { describeChoice, InterpreterChoice } from "./interpreter";
+import type { ServerState } from "./payloads";
 import { InstallPlan, judgeProbe, ProbeResult } from "./probe";
 import { installPackages, onPythonEnvironmentChange, probeInterpreter, resolveInterpreter } from "./python";
 import { configurationChange, serverSettings } from "./settings";
 import { ProblemCount, SHOW_OUTPUT, ServerPhase, StatusInputs, StatusSeverity, statusView } from "./status";
-
-interface ServerStateNotification {
-  trusted: boolean;
-  workerState: string;
-  checking: string[];
-}
 
 class OnnxLens {
   private client: LanguageClient | undefined;
@@ -213,7 +208,7 @@ class OnnxLens {
     }
     client.onNotification("onnxlens/graphChanged", (graph: GraphPayload) => graphPanel.update(graph));
     graphPanel.onClosed = () => void client.sendNotification("onnxlens/graphClosed", {}).catch(() => undefined);
-    client.onNotification("onnxlens/state", (state: ServerStateNotification) =>
+    client.onNotification("onnxlens/state", (state: ServerState) =>
       this.update({ trusted: state.trusted, workerState: state.workerState, checking: state.checking.length }),
     );
     // the server's queue checks the file in front of the user first
