@@ -32,10 +32,10 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Snapshot:
     """One check's view of its document, taken when the check starts: the text and version
-    the editor sent, and the settings of that moment, which every job of the check runs with
-    and its messages and fix budget follow (the limits a failure message names are those the
-    job had). Which rules are shown, at which severity, follows the settings of the moment
-    it is published."""
+    the editor sent, and the settings of that moment (its workspace folder's), which every job
+    of the check runs with and its messages and fix budget follow (the limits a failure
+    message names are those the job had). Which rules are shown, at which severity, follows
+    the settings of the moment it is published."""
 
     uri: str
     version: int | None
@@ -51,8 +51,7 @@ class Snapshot:
 class CheckHost(Protocol):
     """What the scheduler uses of the session (OnnxLensServer is one)."""
 
-    @property
-    def settings(self) -> Options: ...
+    def settings_for(self, path: Path) -> Options: ...
     @property
     def settings_loaded(self) -> asyncio.Event: ...
     @property
@@ -64,7 +63,7 @@ class CheckHost(Protocol):
     def is_open(self, uri: str) -> bool: ...
     def is_excluded(self, path: Path) -> bool: ...
     def file_check(self, found: FileTargets, settings: Options) -> FileCheck: ...
-    def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]: ...
+    def filter(self, diagnostics: list[Diagnostic], path: Path) -> list[Diagnostic]: ...
     def replace_diagnostics(self, origin: str, version: int | None,
                             diagnostics: list[Diagnostic]) -> None: ...
     def after_check(self) -> None: ...
@@ -205,7 +204,7 @@ class Checker:
         host = self.host
         state = self.state(uri)
         await host.settings_loaded.wait()
-        snapshot = Snapshot(uri, version, text, host.settings, opened)
+        snapshot = Snapshot(uri, version, text, host.settings_for(path_of(uri)), opened)
         check = await self._discover(snapshot)
         if check is None:
             return
@@ -339,7 +338,7 @@ class Checker:
         commands' counts), seen through the same settings. An early one
         with nothing to show is not published: the previous diagnostics stay until the check
         ends."""
-        diagnostics = self.host.filter(merge_duplicates(result.diagnostics))
+        diagnostics = self.host.filter(merge_duplicates(result.diagnostics), check.path)
         if not final:
             if not diagnostics:
                 return
@@ -350,7 +349,8 @@ class Checker:
         if final:
             state = self.state(check.uri)
             # what CodeLens, hover and the commands count: what the Problems panel shows
-            state.targets = {t.name: replace(t, diagnostics=self.host.filter(t.diagnostics))
+            state.targets = {t.name: replace(t, diagnostics=self.host.filter(t.diagnostics,
+                                                                              check.path))
                              for t in result.targets}
             state.version = check.version
         self.host.replace_diagnostics(check.uri, check.version, diagnostics)

@@ -27,10 +27,26 @@ def initialize(ls: OnnxLensServer, params: types.InitializeParams) -> None:
     # opens them in the browser (lsp_server/graphs.py)
     ls.graphs.panel_client = bool(options.get("graphPanel", False))
     ls.support = ClientSupport.of(params.capabilities)
-    folders = params.workspace_folders or []
-    root = to_fs_path(folders[0].uri) if folders else (
-        to_fs_path(params.root_uri) if params.root_uri else None)
-    ls.root = Path(root).resolve() if root else None
+    folders = [folder.uri for folder in params.workspace_folders or []] or (
+        [params.root_uri] if params.root_uri else [])
+    ls.roots = _paths(folders)
+
+
+def _paths(uris: list[str]) -> list[Path]:
+    """The workspace folders' paths, in the client's order."""
+    paths = [to_fs_path(uri) for uri in uris]
+    return list(dict.fromkeys(Path(path).resolve() for path in paths if path))
+
+
+async def did_change_workspace_folders(ls: OnnxLensServer,
+                                       params: types.DidChangeWorkspaceFoldersParams) -> None:
+    """Folders added to or removed from a multi-root workspace: each added one has its own
+    settings; open documents are checked again with their folder's."""
+    removed = set(_paths([folder.uri for folder in params.event.removed]))
+    ls.roots = [root for root in ls.roots if root not in removed] + [
+        root for root in _paths([folder.uri for folder in params.event.added])
+        if root not in ls.roots]
+    await _settings_changed(ls)
 
 
 async def initialized(ls: OnnxLensServer, params: types.InitializedParams) -> None:
@@ -82,9 +98,14 @@ async def did_change_configuration(ls: OnnxLensServer,
                                    params: types.DidChangeConfigurationParams) -> None:
     if isinstance(params.settings, dict) and isinstance(params.settings.get("onnxlens"), dict):
         ls.initialization_settings = params.settings["onnxlens"]
-    before = ls.settings
+    await _settings_changed(ls)
+
+
+async def _settings_changed(ls: OnnxLensServer) -> None:
+    """Read the settings again; apply what changed."""
+    before, folders_before = ls.settings, ls.folder_settings
     await ls.load_settings()
-    if ls.trusted and ls.settings != before:
+    if ls.trusted and (ls.settings != before or ls.folder_settings != folders_before):
         # applied at once, as a restart would, without one: what a check runs with changed,
         # or only what is shown (a rule ignored); the result cache answers the latter
         ls.check_open_documents()
@@ -120,5 +141,6 @@ def register(server: OnnxLensServer) -> None:
     server.feature(types.SHUTDOWN)(shutdown)
     server.feature(TRUST_NOTIFICATION)(trust_changed)
     server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(did_change_workspace_folders)
     server.feature(STATUS_REQUEST)(status)
     server.feature(GRAPH_CLOSED)(graph_closed)

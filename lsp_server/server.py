@@ -119,7 +119,11 @@ class OnnxLensServer(LanguageServer):
         # check_notebook (set by lsp_server/notebooks.py) checks one by its URI
         self.notebooks: dict[str, NotebookState] = {}
         self.check_notebook: Callable[[str], asyncio.Task[None] | None] | None = None
+        # the first workspace folder's settings: what the session as a whole follows (when
+        # checks start, how many run, the workspace mode, SARIF, the log); a check follows
+        # its own folder's (``settings_for``)
         self.settings = Options()
+        self.folder_settings: dict[Path, Options] = {}  # each workspace folder's
         self.support = ClientSupport()  # what the client supports: set at initialize
         self.trusted = False
         self.initialization_settings: Any = None
@@ -137,7 +141,7 @@ class OnnxLensServer(LanguageServer):
         self.graphs = GraphViews(self)  # the graph view (lsp_server/graphs.py)
         self.budget_mb = default_budget_mb()  # measured once, when the server starts
         self.workspace_check: asyncio.Task[Any] | None = None
-        self.root: Path | None = None
+        self.roots: list[Path] = []  # the workspace folders, the first one first
         self._settings_problems: set[str] = set()  # those the user was shown
         # LSP: the process exits 0 after `shutdown` then `exit`, else 1
         self.shut_down = False
@@ -147,14 +151,25 @@ class OnnxLensServer(LanguageServer):
     def is_open(self, uri: str) -> bool:
         return uri in self.workspace.text_documents
 
+    @property
+    def root(self) -> Path | None:
+        """The first workspace folder (the session's SARIF and the workspace check start
+        there)."""
+        return self.roots[0] if self.roots else None
+
+    def folder_of(self, path: Path) -> Path | None:
+        """The workspace folder that holds ``path`` (the innermost one of nested folders)."""
+        resolved = path.resolve()
+        holding = [root for root in self.roots if resolved.is_relative_to(root)]
+        return max(holding, key=lambda root: len(root.parts)) if holding else None
+
     def root_for(self, path: Path) -> Path:
-        if self.root is not None:
-            try:
-                path.resolve().relative_to(self.root)
-                return self.root
-            except ValueError:
-                pass
-        return find_root(path)
+        return self.folder_of(path) or find_root(path)
+
+    def settings_for(self, path: Path) -> Options:
+        """The settings a check of ``path`` runs with: its workspace folder's."""
+        folder = self.folder_of(path)
+        return self.folder_settings.get(folder, self.settings) if folder else self.settings
 
     def positions(self) -> PositionConverter:
         encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
@@ -170,9 +185,9 @@ class OnnxLensServer(LanguageServer):
         """Only for what the user must act on."""
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
-    def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-        """The rules the settings select, at the severities they give."""
-        return shown(diagnostics, self.settings)
+    def filter(self, diagnostics: list[Diagnostic], path: Path) -> list[Diagnostic]:
+        """The rules the settings of ``path``'s folder select, at the severities they give."""
+        return shown(diagnostics, self.settings_for(path))
 
     def is_excluded(self, path: Path) -> bool:
         """``exclude``/``extendExclude`` globs, relative to the workspace (as the CLI)."""
@@ -181,13 +196,14 @@ class OnnxLensServer(LanguageServer):
             parts = path.resolve().relative_to(root).parts
         except ValueError:
             return False
-        return is_excluded(parts, self.settings.excluded)
+        return is_excluded(parts, self.settings_for(path).excluded)
 
     def job_request(self, kind: JobKind, target: Target, text: str,
                     settings: Options | None = None, **extra: Any) -> JobRequest:
         """A worker job for ``target`` as the user's editor shows ``text``, with the limits
         and tolerances of ``settings`` (a check's own), else of the current settings."""
-        return job_request(kind, target, self.root_for(target.path), settings or self.settings,
+        return job_request(kind, target, self.root_for(target.path),
+                           settings or self.settings_for(target.path),
                            text=text, notebook_cells=_notebook_cells(target.path, text),
                            record_inputs=kind == "check", **extra)
 
@@ -209,25 +225,17 @@ class OnnxLensServer(LanguageServer):
             self.settings_loaded.set()
 
     async def _load_settings(self) -> None:
+        folders: list[Path | None] = [*self.roots] or [None]
         problems: list[str] = []
-        sources: list[tuple[str, Any]] = []
-        # An untrusted workspace's own file sets nothing: where reports go, how long and how
-        # big a check may run are the user's settings until they trust the folder.
-        if self.root is not None and self.trusted:
-            project = load_config(self.root)
-            problems += project.problems
-            sources.append(("pyproject.toml", from_pyproject(project.values)))
-        sources.append(("initializationOptions", self.initialization_settings))
-        if self.support.configuration:
-            try:
-                (configured,) = await self.workspace_configuration_async(
-                    types.ConfigurationParams(items=[types.ConfigurationItem(section="onnxlens")]))
-            except Exception as error:
-                self.log(f"workspace/configuration failed: {error}", "warning")
-                configured = None
-            sources.append(("settings", configured))
-        settings, found = apply_all(Options(), sources)
-        problems += found
+        read: list[Options] = []
+        for folder, editor in zip(folders, await self._configured(folders)):
+            settings, found = self._settings_of(folder, editor)
+            named = f"{folder.name}: " if folder is not None and len(folders) > 1 else ""
+            problems += [named + problem for problem in found]
+            read.append(settings)
+        self.folder_settings = {folder: settings for folder, settings in zip(folders, read)
+                                if folder is not None}
+        settings = read[0]
         previous, self.settings = self.settings, settings
         self.checker.configure(settings.maxConcurrentChecks or default_slots(),
                                settings.memoryBudgetMB or self.budget_mb)
@@ -245,6 +253,39 @@ class OnnxLensServer(LanguageServer):
                 self.log(f"settings: {problem} (shown before)", "warning")
             else:
                 self.tell(f"onnxlens: {problem}")
+
+    def _settings_of(self, folder: Path | None, editor: Any) -> tuple[Options, list[str]]:
+        """A workspace folder's settings from its pyproject.toml, the initialization options
+        and the editor's settings for the folder (``editor``), and the problems found."""
+        problems: list[str] = []
+        sources: list[tuple[str, Any]] = []
+        # An untrusted workspace's own file sets nothing: where reports go, how long and how
+        # big a check may run are the user's settings until they trust the folder.
+        if folder is not None and self.trusted:
+            project = load_config(folder)
+            problems += project.problems
+            sources.append(("pyproject.toml", from_pyproject(project.values)))
+        sources.append(("initializationOptions", self.initialization_settings))
+        if self.support.configuration:
+            sources.append(("settings", editor))
+        settings, found = apply_all(Options(), sources)
+        return settings, problems + found
+
+    async def _configured(self, folders: list[Path | None]) -> list[Any]:
+        """The editor's ``onnxlens`` settings for each folder (``workspace/configuration``,
+        one item per folder, scoped to it); None where there are none."""
+        if not self.support.configuration:
+            return [None] * len(folders)
+        items = [types.ConfigurationItem(section="onnxlens",
+                                         scope_uri=path_uri(folder) if folder else None)
+                 for folder in folders]
+        try:
+            configured = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=items))
+        except Exception as error:
+            self.log(f"workspace/configuration failed: {error}", "warning")
+            return [None] * len(folders)
+        return [*configured, *[None] * (len(folders) - len(configured))][:len(folders)]
 
     # -- publishing ----------------------------------------------------------------------
 
@@ -342,13 +383,13 @@ class OnnxLensServer(LanguageServer):
         """The files in the workspace that may hold targets, without the excluded ones."""
         from exporter.source.files import might_have_targets, python_files_below
 
-        if self.root is None:
-            return []
         # notebooks=False: the server locates findings by line of a Python file; a notebook's
         # cells are checked once the server syncs notebook documents (issue 27, item 2).
-        return [path for path in python_files_below(self.root, self.root,
-                                                    self.settings.excluded, notebooks=False)
-                if might_have_targets(path)]
+        # A file of nested folders is its innermost folder's, with that folder's excludes.
+        return [path for root in self.roots
+                for path in python_files_below(root, root, self.settings_for(root).excluded,
+                                               notebooks=False)
+                if self.folder_of(path) == root and might_have_targets(path)]
 
     async def check_workspace(self) -> dict[str, int]:
         """Check every target in the workspace at the lowest priority (open documents are

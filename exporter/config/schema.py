@@ -40,6 +40,9 @@ class Setting:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     nullable: bool = False  # None means "the exporter's default"
+    #: each workspace folder may set its own (a check follows its file's folder); the others
+    #: are the session's, its first folder's (when checks start, how many run, the log)
+    per_folder: bool = False
 
     @property
     def vscode_name(self) -> str:
@@ -123,18 +126,18 @@ SETTINGS = (
     Setting("timeoutSeconds", "float", 60.0, "a check running longer is stopped (ONNX901); "
             "0 = no limit", pyproject="timeout", cli="--timeout", cli_default=300.0,
             cli_help="stop {what} after this long: ONNX901 (default 300, or `timeout` in "
-            "[tool.onnxlens]; 0 = no limit)", minimum=0, maximum=24 * 3600),
+            "[tool.onnxlens]; 0 = no limit)", minimum=0, maximum=24 * 3600, per_folder=True),
     Setting("memoryLimitMB", "int", 4096, "a check using more is stopped (ONNX903)",
             pyproject="memory-limit-mb", cli="--memory-limit-mb", minimum=256,
             cli_default="no limit", cli_help="stop {what} when its process uses more memory: "
             "ONNX903 (default: `memory-limit-mb` in [tool.onnxlens], else no limit)",
-            maximum=1024 * 1024),
+            maximum=1024 * 1024, per_folder=True),
     Setting("fixBudgetSeconds", "float", 120.0, "after a target fails, the time spent trying "
             "the fixes that apply to its failure (docs/fixes.md); only fixes that worked are "
             "shown; 0 = none tried", pyproject="fix-budget", cli="--fix-budget", minimum=0,
             cli_help="after a target fails, try the fixes that apply to its failure for up "
             "to this long and show those that worked (default 120, or `fix-budget` in "
-            "[tool.onnxlens]; 0 = none tried; docs/fixes.md)", maximum=24 * 3600),
+            "[tool.onnxlens]; 0 = none tried; docs/fixes.md)", maximum=24 * 3600, per_folder=True),
     Setting("maxConcurrentChecks", "int", 0, "checks that run at once; the rest wait, the "
             "document in front of you first (0: the number of cores)", minimum=0, maximum=256),
     Setting("memoryBudgetMB", "int", 0, "a check starts only while the memory the running "
@@ -144,30 +147,30 @@ SETTINGS = (
             "target in the workspace, checked in the background)",
             choices=("openFiles", "workspace")),
     Setting("atol", "float", None, "absolute tolerance against PyTorch (unset: by dtype)",
-            pyproject="atol", minimum=0, nullable=True),
+            pyproject="atol", minimum=0, nullable=True, per_folder=True),
     Setting("rtol", "float", None, "relative tolerance against PyTorch (unset: by dtype)",
-            pyproject="rtol", minimum=0, nullable=True),
+            pyproject="rtol", minimum=0, nullable=True, per_folder=True),
     Setting("opset", "int", None, "ONNX opset version (unset: torch.onnx.export's)",
-            pyproject="opset", minimum=7, nullable=True),
+            pyproject="opset", minimum=7, nullable=True, per_folder=True),
     Setting("select", "rules", [], "report only these rule ids or prefixes (empty: every "
             "rule on by default)", pyproject="select", cli="--select",
             cli_help="only these rule ids or prefixes, comma-separated (ONNX2: every "
-            "translate rule); selects the rules that are off by default too"),
+            "translate rule); selects the rules that are off by default too", per_folder=True),
     Setting("ignore", "rules", [], "never report these rule ids or prefixes",
             pyproject="ignore", cli="--ignore",
-            cli_help="leave out these rule ids or prefixes, comma-separated"),
+            cli_help="leave out these rule ids or prefixes, comma-separated", per_folder=True),
     Setting("severity", "severities", {}, 'a rule\'s severity, e.g. `{ ONNX106 = "info" }`',
             pyproject="severity", cli="--severity",
             cli_help="a rule's severity (error, warning or info), e.g. ONNX106=info; over "
-            "`severity` in [tool.onnxlens]"),
+            "`severity` in [tool.onnxlens]", per_folder=True),
     Setting("exclude", "globs", list(DEFAULT_EXCLUDE), "files and directories never checked "
             "(globs; replaces the defaults)", pyproject="exclude", cli="--exclude",
             cli_help="comma-separated globs of files and directories never checked "
             "(replaces the defaults: hidden directories, venv, build, dist, node_modules, "
-            "...)"),
+            "...)", per_folder=True),
     Setting("extendExclude", "globs", [], "more globs to exclude, beside the defaults",
             pyproject="extend-exclude", cli="--extend-exclude",
-            cli_help="globs excluded beside the defaults (and `exclude`)"),
+            cli_help="globs excluded beside the defaults (and `exclude`)", per_folder=True),
     Setting("sarifOutputDirectory", "path", None, "write `onnxlens.sarif` there after each "
             "check (unset: nothing is written)", pyproject="sarif-output",
             vscode="sarif.outputDirectory", nullable=True),

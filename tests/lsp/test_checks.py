@@ -62,7 +62,10 @@ class _Session:
     def file_check(self, found: FileTargets, settings: Options) -> FileCheck:
         return FileCheck(found, found.path.parent, settings, unsaved=True)
 
-    def filter(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    def settings_for(self, path: Path) -> Options:
+        return self.settings
+
+    def filter(self, diagnostics: list[Diagnostic], path: Path) -> list[Diagnostic]:
         return diagnostics
 
     def replace_diagnostics(self, origin: str, version: int | None,

@@ -55,6 +55,16 @@ def test_the_docs_table_lists_every_setting_with_its_key_and_default():
             assert default.startswith(shown), (setting.lsp, default, shown)
 
 
+def test_the_docs_say_which_settings_each_folder_of_a_workspace_sets():
+    page = " ".join((REPO / "docs" / "configuration.md").read_text(encoding="utf-8").split())
+    start = page.index("In a multi-root workspace each folder has its own settings")
+    per_folder, session = page[start:].split("These are the session's", 1)
+    session = session.split(". A problem", 1)[0]
+    for setting in SETTINGS:
+        name = f"`{setting.vscode or setting.lsp}`"
+        assert name in (per_folder if setting.per_folder else session), setting.lsp
+
+
 def test_the_extension_manifest_and_client_list_every_server_setting():
     manifest = json.loads((EXTENSION / "package.json").read_text())
     properties = manifest["contributes"]["configuration"]["properties"]
@@ -69,6 +79,9 @@ def test_the_extension_manifest_and_client_list_every_server_setting():
             assert declared.get("maximum") == setting.maximum, setting.lsp
         if setting.choices:
             assert tuple(declared["enum"]) == setting.choices
+        # VS Code lets each folder of a multi-root workspace set only resource-scoped ones
+        assert declared["scope"] == ("resource" if setting.per_folder else "window"), \
+            setting.lsp
     client = (EXTENSION / "src" / "settings.ts").read_text()
     listed = re.search(r"SERVER_SETTINGS = \[(.*?)\] as const", client, re.S)
     assert listed is not None
