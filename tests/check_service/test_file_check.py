@@ -133,8 +133,10 @@ async def test_a_job_that_ran_out_of_time_names_the_checks_own_limit(tmp_path):
     assert "did not finish within 42 s" in results[0].diagnostics[0].message
 
 
-async def test_fixes_are_tried_on_the_checked_text_only_for_failing_targets_within_the_budget(
-        tmp_path):
+def _second_with_a_fix(tmp_path: Path, *first_findings: tuple[str, int]
+                       ) -> tuple[FileCheck, list[TargetResult]]:
+    """A check with a fix budget whose verdict is: First with ``first_findings``, Second
+    failing (ONNX101) with a fix to try."""
     check = _found(tmp_path)
     check = replace(check, settings=replace(check.settings, fixBudgetSeconds=30.0))
     first, second = check.found.targets
@@ -142,8 +144,14 @@ async def test_fixes_are_tried_on_the_checked_text_only_for_failing_targets_with
     fix = FixCandidate("use-tensor", "return the tensor", "onnxlens",
                        (FixEdit(second.path, Range.of(13, 16, 13, 24), "x"),),
                        answers=("ONNX101", finding.location.range))
-    verdict = [_result(first).targets[0],
-               _result(second, finding, fix_candidates=[fix]).targets[0]]
+    found = [_finding(first, rule, line) for rule, line in first_findings]
+    return check, [_result(first, *found).targets[0],
+                   _result(second, finding, fix_candidates=[fix]).targets[0]]
+
+
+async def test_fixes_are_tried_on_the_checked_text_only_for_failing_targets_within_the_budget(
+        tmp_path):
+    check, verdict = _second_with_a_fix(tmp_path)
     tried: list[JobRequest] = []
 
     async def submit(target: Target, request: JobRequest,
@@ -162,8 +170,9 @@ async def test_fixes_are_tried_on_the_checked_text_only_for_failing_targets_with
     assert [t.candidate.key for t in results[1].diagnostics[0].fixes] == ["use-tensor"]
     assert results[0] is verdict[0]
     # no budget: nothing is tried
-    assert await with_fixes_tried(replace(check, settings=Options()), verdict, submit) is None \
-        or Options().fixBudgetSeconds > 0
+    tried.clear()
+    no_budget = replace(check, settings=replace(check.settings, fixBudgetSeconds=0.0))
+    assert await with_fixes_tried(no_budget, verdict, submit) is None and tried == []
 
 
 async def test_the_verdict_shown_again_after_the_fix_trials_keeps_its_suppressions_used(
@@ -171,15 +180,7 @@ async def test_the_verdict_shown_again_after_the_fix_trials_keeps_its_suppressio
     """The verdict was shown, then shown again with the fixes that work: the second showing
     said the suppression that silenced First's finding "silenced nothing" (ONNX006), as the
     first showing had removed the finding from the verdict itself."""
-    check = _found(tmp_path)
-    check = replace(check, settings=replace(check.settings, fixBudgetSeconds=30.0))
-    first, second = check.found.targets
-    finding = _finding(second, "ONNX101", 13)
-    fix = FixCandidate("use-tensor", "return the tensor", "onnxlens",
-                       (FixEdit(second.path, Range.of(13, 16, 13, 24), "x"),),
-                       answers=("ONNX101", finding.location.range))
-    verdict = [_result(first, _finding(first, "ONNX104", 7)).targets[0],
-               _result(second, finding, fix_candidates=[fix]).targets[0]]
+    check, verdict = _second_with_a_fix(tmp_path, ("ONNX104", 7))
 
     async def submit(target: Target, request: JobRequest,
                      on_progress: OnProgress | None) -> JobOutcome:
