@@ -30,7 +30,11 @@ from lsp_server.payloads import (
     ExportAnswer,
     GraphNotShown,
     JobCommandAnswer,
+    ReportAnswer,
+    SarifWritten,
     TargetCount,
+    WorkerRestarted,
+    WorkspaceChecked,
     to_json,
 )
 from lsp_server.progress import with_progress
@@ -152,9 +156,9 @@ async def check_workspace_command(ls: OnnxLensServer, *args: Any) -> dict[str, A
     """Check every target in the workspace in the background (lowest priority), with
     progress the user can cancel; ``{files, targets, problems}`` when all are done."""
     _require_trust(ls)
-    summary: dict[str, Any] = await with_progress(
+    checked: WorkspaceChecked = await with_progress(
         ls.progress_reporter, "Checking the workspace", ls.check_workspace)
-    return summary
+    return to_json(checked)
 
 
 @_answered
@@ -243,7 +247,7 @@ async def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
         else [t.name for t in await ls.discovery.targets(uri)]
     parts = [features.report_markdown(name, state.targets.get(name), state.checking)
              for name in names]
-    return {"markdown": "\n".join(parts)}
+    return to_json(ReportAnswer("\n".join(parts)))
 
 
 def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
@@ -253,14 +257,14 @@ def write_sarif_command(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     if given.path is not None:
         destination = _output_path(root, given.path)
         if isinstance(destination, str):
-            return {"error": destination}
+            return to_json(SarifWritten(error=destination))
     elif ls.settings.sarifOutputDirectory:
         destination = Path(ls.settings.sarifOutputDirectory) / "onnxlens.sarif"
     else:
         destination = root / "onnxlens.sarif"
     if not destination.is_absolute():
         destination = root / destination
-    return {"path": str(ls.write_sarif(destination))}
+    return to_json(SarifWritten(str(ls.write_sarif(destination))))
 
 
 def _output_path(root: Path, given: str) -> Path | str:
@@ -280,7 +284,7 @@ def _output_path(root: Path, given: str) -> Path | str:
 async def restart_worker(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:
     _require_trust(ls)
     ready = await ls.worker.restart()
-    return {"pid": ready.pid}
+    return to_json(WorkerRestarted(ready.pid))
 
 
 async def apply_edit(ls: OnnxLensServer, *args: Any) -> bool:

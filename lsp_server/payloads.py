@@ -52,6 +52,37 @@ class ExportAnswer:
 
 
 @dataclass(frozen=True)
+class WorkspaceChecked:
+    """``onnxlens.checkWorkspace``: what the workspace check found."""
+
+    files: int
+    targets: int
+    problems: int
+
+
+@dataclass(frozen=True)
+class ReportAnswer:
+    """``onnxlens.showReport``: the targets' reports, for a reader."""
+
+    markdown: str
+
+
+@dataclass(frozen=True)
+class SarifWritten:
+    """``onnxlens.writeSarif``: where the log went, or why it was not written."""
+
+    path: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerRestarted:
+    """``onnxlens.restartWorker``: the new worker's process."""
+
+    pid: int
+
+
+@dataclass(frozen=True)
 class JobCommandAnswer:
     """``onnxlens.saveModel`` and ``onnxlens.runModel``: what the job did, or why not."""
 

@@ -39,7 +39,7 @@ from lsp_server.client_support import ClientSupport
 from lsp_server.convert import PositionConverter, path_of, path_uri, to_lsp
 from lsp_server.discovery import TargetDiscovery
 from lsp_server.graphs import GraphViews
-from lsp_server.payloads import ServerState, to_json
+from lsp_server.payloads import ServerState, WorkspaceChecked, to_json
 from lsp_server.progress import ProgressReporter, with_progress
 from lsp_server.store import DiagnosticsStore, group_by_file
 from lsp_server.supervisor import WorkerSupervisor
@@ -391,7 +391,7 @@ class OnnxLensServer(LanguageServer):
                                                notebooks=False)
                 if self.folder_of(path) == root and might_have_targets(path)]
 
-    async def check_workspace(self) -> dict[str, int]:
+    async def check_workspace(self) -> WorkspaceChecked:
         """Check every target in the workspace at the lowest priority (open documents are
         checked as they are edited); unchanged files reuse their last result. Cancelling
         stops the checks still queued or running."""
@@ -417,9 +417,9 @@ class OnnxLensServer(LanguageServer):
                 task.cancel()
             raise
         files = [self.checker.state(path_uri(path)) for path in paths]
-        return {"files": len(files),
-                "targets": sum(len(state.targets) for state in files),
-                "problems": sum(len(r.diagnostics) for s in files for r in s.targets.values())}
+        return WorkspaceChecked(
+            len(files), sum(len(state.targets) for state in files),
+            sum(len(r.diagnostics) for s in files for r in s.targets.values()))
 
     def start_workspace_check(self) -> None:
         """``diagnosticMode: workspace``: check the workspace in the background, with

@@ -28,8 +28,11 @@ from lsp_server.payloads import (
     GraphNotShown,
     NodeRef,
     NodesAt,
+    ReportAnswer,
+    SarifWritten,
     ServerState,
     TargetCount,
+    WorkspaceChecked,
     to_json,
 )
 from tests.exporter.reports.test_run import REPORT
@@ -81,6 +84,11 @@ def samples() -> dict[str, Any]:
         "nodes-at.json": to_json(NodesAt(uri, "Model", [NodeRef("erf_1", "node_Erf_1", "main",
                                                                 "Erf")], "main")),
         "nodes-at-none.json": to_json(NodesAt(uri, None, [])),
+        "workspace-checked.json": to_json(WorkspaceChecked(2, 3, 1)),
+        "report.json": to_json(ReportAnswer("**ONNX export: `Model`** — ✓ exports")),
+        "sarif-written.json": to_json(SarifWritten("/w/onnxlens.sarif")),
+        "sarif-not-written.json": to_json(SarifWritten(error="../x.sarif is outside the "
+                                                       "workspace")),
     }
 
 

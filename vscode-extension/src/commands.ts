@@ -9,7 +9,7 @@
 import * as path from "path";
 import * as vscode from "vscode";
 import { GraphPayload, graphPanel } from "./graphPanel";
-import type { ExportAnswer, JobCommandAnswer, NodesAt } from "./payloads";
+import type { ExportAnswer, JobCommandAnswer, NodesAt, ReportAnswer, SarifWritten } from "./payloads";
 import { escapeHtml, htmlPage, renderRunError, renderRunReport } from "./runView";
 
 export const SARIF_VIEWER = "MS-SarifVSCode.sarif-viewer";
@@ -159,7 +159,7 @@ async function showReport(args: unknown[], next: Next): Promise<unknown> {
     return undefined;
   }
   const result = (await next("onnxlens.showReport", typeof args[1] === "string" ? [uri, args[1]] : [uri])) as
-    | { markdown?: string }
+    | ReportAnswer
     | undefined;
   const markdown = result?.markdown ?? "";
   let body: string;
@@ -231,7 +231,7 @@ export async function showInGraph(): Promise<void> {
 }
 
 async function writeSarif(args: unknown[], next: Next): Promise<unknown> {
-  const result = (await next("onnxlens.writeSarif", args)) as { path?: string } | undefined;
+  const result = (await next("onnxlens.writeSarif", args)) as SarifWritten | undefined;
   if (!result?.path) {
     return result;
   }

@@ -25,6 +25,25 @@ export interface ExportAnswer {
   targets: Record<string, { ok: boolean; problems: number }>;
 }
 
+/** `onnxlens.checkWorkspace`: what the workspace check found. */
+export interface WorkspaceChecked {
+  files: number;
+  targets: number;
+  problems: number;
+}
+
+/** `onnxlens.showReport`: the targets' reports, for a reader. */
+export interface ReportAnswer {
+  markdown: string;
+  cancelled?: boolean;
+}
+
+/** `onnxlens.writeSarif`: where the log went, or why it was not written. */
+export interface SarifWritten {
+  path?: string;
+  error?: string;
+}
+
 /** `onnxlens.saveModel` and `onnxlens.runModel`: what the job did, or why not. */
 export interface JobCommandAnswer {
   diagnostics?: string[];

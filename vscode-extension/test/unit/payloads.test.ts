@@ -6,7 +6,16 @@
  * extension does.
  */
 import { expect, test } from "@playwright/test";
-import type { ExportAnswer, GraphAnswer, JobCommandAnswer, NodesAt, ServerState } from "../../src/payloads";
+import type {
+  ExportAnswer,
+  GraphAnswer,
+  JobCommandAnswer,
+  NodesAt,
+  ReportAnswer,
+  SarifWritten,
+  ServerState,
+  WorkspaceChecked,
+} from "../../src/payloads";
 import { renderRunError, renderRunReport } from "../../src/runView";
 import cancelled from "./payloads/cancelled.json";
 import exportUnchecked from "./payloads/export-unchecked.json";
@@ -18,16 +27,23 @@ import jobFailed from "./payloads/job-failed.json";
 import nodesAtNone from "./payloads/nodes-at-none.json";
 import nodesAt from "./payloads/nodes-at.json";
 import notSaved from "./payloads/not-saved.json";
+import report from "./payloads/report.json";
 import runFailed from "./payloads/run-failed.json";
 import run from "./payloads/run.json";
+import sarifNotWritten from "./payloads/sarif-not-written.json";
+import sarifWritten from "./payloads/sarif-written.json";
 import saved from "./payloads/saved.json";
 import state from "./payloads/state.json";
+import workspaceChecked from "./payloads/workspace-checked.json";
 
 const states: ServerState[] = [state];
 const exports: ExportAnswer[] = [exported, exportUnchecked];
 const jobs: JobCommandAnswer[] = [run, runFailed, saved, notSaved, jobError, jobFailed, cancelled];
 const graphs: GraphAnswer[] = [graph, graphNotShown, cancelled];
 const nodes: NodesAt[] = [nodesAt, nodesAtNone];
+const reports: ReportAnswer[] = [report];
+const sarifs: SarifWritten[] = [sarifWritten, sarifNotWritten];
+const workspaces: WorkspaceChecked[] = [workspaceChecked];
 
 test.describe("the server's payloads", () => {
   test("a run answer renders as the run view", () => {
@@ -68,5 +84,8 @@ test.describe("the server's payloads", () => {
     expect(jobs.filter((j) => j.error !== undefined)).toHaveLength(4);
     expect(graphs.filter((g) => g.cancelled)).toHaveLength(1);
     expect(nodes.map((n) => n.nodes.map((node) => node.nodeId))).toEqual([["node_Erf_1"], []]);
+    expect(reports[0].markdown).toContain("✓ exports");
+    expect(sarifs.map((s) => s.path ?? s.error)).toEqual(["/w/onnxlens.sarif", "../x.sarif is outside the workspace"]);
+    expect([workspaces[0].files, workspaces[0].targets, workspaces[0].problems]).toEqual([2, 3, 1]);
   });
 });
