@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from check_service.file_check import FileCheck, OnProgress, check_targets, with_fixes_tried
+from check_service.file_check import (
+    FileCheck,
+    OnProgress,
+    Submit,
+    check_targets,
+    with_fixes_tried,
+)
 from check_service.files import file_targets
 from export_worker.client import WorkerClient, WorkerUnavailable
 from export_worker.messages import JobOutcome, JobRequest, Ready
@@ -125,39 +131,19 @@ async def _check_files_until(files: list[Path], options: BatchOptions, on_file: 
         if ready is None:
             found = sum(len(entry.targets) for entry in entries)
             return BatchResult(CheckResult(), None, unfinished=found)
-        slots = asyncio.Semaphore(max(1, options.jobs))
-        emitted = 0
-
-        def emit_finished() -> None:
-            nonlocal emitted
-            while emitted < len(entries) and entries[emitted].result is not None:
-                entry = entries[emitted]
-                assert entry.result is not None
-                on_file(entry.result)
-                emitted += 1
-
-        async def submit(target: Target, request: JobRequest,
-                         on_progress: OnProgress | None) -> JobOutcome:
-            async with slots:
-                return await client.submit(request)
+        in_order = _InOrder(entries, on_file)
+        submit = _slot_limited(client, options.jobs)
 
         async def run(entry: _File) -> None:
-            def on_verdict(checked: TargetResult) -> None:
-                entry.verdicts[checked.name] = checked
+            await _check_file(entry, submit)
+            in_order.hand_on_finished()
 
-            verdict = await check_targets(entry.check, submit, on_verdict=on_verdict)
-            tried = await with_fixes_tried(entry.check, verdict, submit)
-            entry.result = entry.check.result(tried or verdict)
-            emit_finished()
-
-        emit_finished()  # files without targets before the first job
+        in_order.hand_on_finished()  # files without targets before the first job
         unfinished = await _until_done_or_interrupted([
             asyncio.ensure_future(run(entry)) for entry in entries], stop)
-        emit_finished()
+        in_order.hand_on_finished()
         if unfinished:  # what was checked still reaches the report
-            for entry in entries[emitted:]:
-                entry.result = entry.result or entry.so_far()
-                on_file(entry.result)
+            in_order.hand_on_the_rest()
     finally:
         await client.stop()
     result = CheckResult()
@@ -166,6 +152,51 @@ async def _check_files_until(files: list[Path], options: BatchOptions, on_file: 
             result.extend(entry.result)
     left = sum(t.name not in entry.verdicts for entry in entries for t in entry.targets)
     return BatchResult(result, ready, left)
+
+
+@dataclass
+class _InOrder:
+    """Hands each file's result on in the files' order, as soon as it and every file before
+    it are done (the report streams in a stable order, whatever order the jobs end in)."""
+
+    entries: list[_File]
+    on_file: FileDone
+    handed_on: int = 0
+
+    def hand_on_finished(self) -> None:
+        while self.handed_on < len(self.entries) \
+                and (result := self.entries[self.handed_on].result) is not None:
+            self.on_file(result)
+            self.handed_on += 1
+
+    def hand_on_the_rest(self) -> None:
+        """An interrupted run: the files not done yet, with the targets checked so far."""
+        for entry in self.entries[self.handed_on:]:
+            entry.result = entry.result or entry.so_far()
+            self.on_file(entry.result)
+        self.handed_on = len(self.entries)
+
+
+def _slot_limited(client: WorkerClient, jobs: int) -> Submit:
+    """Runs each job in ``client``'s worker, at most ``jobs`` at once."""
+    slots = asyncio.Semaphore(max(1, jobs))
+
+    async def submit(target: Target, request: JobRequest,
+                     on_progress: OnProgress | None) -> JobOutcome:
+        async with slots:
+            return await client.submit(request)
+
+    return submit
+
+
+async def _check_file(entry: _File, submit: Submit) -> None:
+    """The file's verdict (each target's kept as it comes), then its fixes tried."""
+    def on_verdict(checked: TargetResult) -> None:
+        entry.verdicts[checked.name] = checked
+
+    verdict = await check_targets(entry.check, submit, on_verdict=on_verdict)
+    tried = await with_fixes_tried(entry.check, verdict, submit)
+    entry.result = entry.check.result(tried or verdict)
 
 
 async def _unless_interrupted(ready: Awaitable[Ready], stop: asyncio.Event) -> Ready | None:
