@@ -343,7 +343,7 @@ class Checker:
             if not diagnostics:
                 return
             # marked for clients that tell a check's result from what it found so far
-            diagnostics = [replace(d, data={**d.data, "early": True}) for d in diagnostics]
+            diagnostics = [replace(d, data=replace(d.data, early=True)) for d in diagnostics]
         log.debug("check published: %s v%s%s", check.uri, check.version,
                   "" if final else " (early)")
         if final:

@@ -59,7 +59,7 @@ def _data(diagnostic: Diagnostic) -> dict[str, Any]:
     them back with a code-action request): those offered as they are, then those tried and
     found working (``tried``, docs/fixes.md)."""
     data: dict[str, Any] = {"rule": diagnostic.rule, "target": diagnostic.target,
-                            **diagnostic.data}
+                            **diagnostic.data.as_json()}
     fixes = [{"title": fix.title, "edits": edits_to_data(fix.edits), "tried": False}
              for fix in diagnostic.quick_fixes]
     fixes += [{"title": trial.candidate.title, "edits": edits_to_data(trial.candidate.edits),

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from exporter.findings.diagnostics import FindingData
 from exporter.findings.result import NumericsRun
 from exporter.pipeline import ort_runner
 from exporter.pipeline.context import CheckContext
@@ -53,7 +54,7 @@ def compare_outputs(
     expected_all = [ort_runner.to_numpy(t) for t in ort_runner.flat_outputs(eager)
                     if isinstance(t, torch.Tensor)]
     matched = True
-    worst: dict[str, Any] = {}
+    worst: FindingData | None = None
     graph = ctx.need_translated().model_proto.graph
     for index, (expected, actual) in enumerate(zip(expected_all, ort_outputs)):
         name = graph.output[index].name
@@ -72,8 +73,8 @@ def compare_outputs(
                        atol=atol, rtol=rtol, equal_nan=True):
             continue
         max_abs, max_rel = differences(expected, actual)
-        worst = {"output": name, "max_abs": max_abs, "max_rel": max_rel,
-                 "atol": atol, "rtol": rtol}
+        worst = FindingData(output=name, max_abs=max_abs, max_rel=max_rel, atol=atol,
+                            rtol=rtol)
         _report_output(ctx, rule, index,
                        f"Output `{name}` differs from PyTorch{situation}: max abs error "
                        f"{max_abs:.3g}, max rel error {max_rel:.3g} "
@@ -83,7 +84,10 @@ def compare_outputs(
     if not matched and worst:
         first_divergence(ctx, args, kwargs, situation=situation,
                          rule="ONNX502" if rule == "ONNX501" else rule)
-    ctx.summary.numerics.append(NumericsRun(situation or "example inputs", matched, **worst))
+    ctx.summary.numerics.append(NumericsRun(
+        situation or "example inputs", matched, *(
+            (worst.output, worst.max_abs, worst.max_rel, worst.atol, worst.rtol)
+            if worst is not None else ())))
     return matched
 
 
@@ -94,7 +98,7 @@ def _non_finite_only_in_ort(expected: np.ndarray, actual: np.ndarray) -> bool:
 
 
 def _report_output(ctx: CheckContext, rule: str, index: int, message: str,
-                   data: dict[str, Any] | None = None) -> None:
+                   data: FindingData | None = None) -> None:
     graph = ctx.need_translated().model_proto.graph
     output_name = graph.output[index].name
     producer = next((n for n in graph.node if output_name in n.output), None)
@@ -134,5 +138,5 @@ def _report_divergence(ctx: CheckContext, node: Any, max_abs: float, max_rel: fl
         f"error {max_abs:.3g}, max rel error {max_rel:.3g}; every value computed before it "
         "matches PyTorch.",
         ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
-        data={"fx_node": node.name, "operator": op},
+        data=FindingData(fx_node=node.name, operator=op),
     )

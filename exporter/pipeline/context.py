@@ -12,7 +12,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from exporter.config.options import ExportOptions
-from exporter.findings.diagnostics import Diagnostic, Location, Related
+from exporter.findings.diagnostics import Diagnostic, FindingData, Location, Related
 from exporter.findings.fixes import FixCandidate
 from exporter.findings.result import ModelSummary
 from exporter.findings.rules import Severity
@@ -188,7 +188,7 @@ class CheckContext:
         where: Mapped | Location | None = None,
         *,
         hint: str | None = None,
-        data: dict[str, Any] | None = None,
+        data: FindingData | None = None,
         related: tuple[Related, ...] = (),
         severity: Severity | None = None,
     ) -> Diagnostic:
@@ -206,7 +206,7 @@ class CheckContext:
                 f"while checking the export target `{self.target.name}`"))
         diagnostic = Diagnostic(
             rule, message, location, target=self.target.name, severity=severity,
-            related=chain, hint=hint, data=data or {},
+            related=chain, hint=hint, data=data or FindingData(),
         )
         self.diagnostics.append(diagnostic)
         return diagnostic

@@ -97,8 +97,7 @@ def _marks(diagnostics: Iterable[Diagnostic], sources: Mapping[str, NodeSource],
         if len(label) > _LABEL_LIMIT:
             label = label[:_LABEL_LIMIT - 1] + "…"
         severity = diagnostic.severity or Severity.ERROR
-        named = diagnostic.data.get("onnx_node") or producers.get(
-            str(diagnostic.data.get("fx_node", "")))
+        named = diagnostic.data.onnx_node or producers.get(diagnostic.data.fx_node or "")
         if named:
             places = [(graph_id, str(named))]
         else:

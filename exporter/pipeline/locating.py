@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exporter.findings.diagnostics import Diagnostic, Location, Related
+from exporter.findings.diagnostics import Diagnostic, FindingData, Location, Related
 from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, find_nodes, metadata, names_in_message
@@ -31,7 +31,7 @@ def report_at_node(
         if where is None:
             continue
         ctx.report(rule, f"{headline} at ONNX node `{node.name}` ({node.op_type}): {detail}",
-                   where, data={"onnx_node": node.name, "op_type": node.op_type})
+                   where, data=FindingData(onnx_node=node.name, op_type=node.op_type))
         reported = True
     if not reported:
         ctx.report(rule, f"{headline}: {detail}", fallback)

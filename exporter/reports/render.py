@@ -202,18 +202,6 @@ def _located_json(path: Path, range_: Range) -> dict[str, Any]:
     return {"path": display_path(path), "cell": cell[0].number, "range": _range_json(cell[1])}
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Range):
-        return _range_json(value)
-    if isinstance(value, Path):
-        return display_path(value)
-    if isinstance(value, dict):
-        return {key: _jsonable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(item) for item in value]
-    return value
-
-
 def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
     return {
         "rule": diagnostic.rule,
@@ -227,7 +215,7 @@ def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
         "hint": diagnostic.hint,
         "count": diagnostic.count,
         "url": RULES[diagnostic.rule].doc_link,
-        "data": _jsonable(diagnostic.data),
+        "data": diagnostic.data.as_json(),
         "quick_fixes": [{"title": fix.title, "edits": _edits_json(fix.edits)}
                         for fix in diagnostic.quick_fixes],
         "fixes": [{**_candidate_json(trial.candidate), "seconds": round(trial.seconds, 1)}

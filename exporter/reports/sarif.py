@@ -145,7 +145,7 @@ def _result(diagnostic: Diagnostic, artifacts: Artifacts,
                for r in chain]
     flow_steps = list(reversed(frames))
     properties: dict[str, Any] = {"target": diagnostic.target, "stage": diagnostic.stage}
-    if diagnostic.data.get("draft_capture"):
+    if diagnostic.data.draft_capture:
         properties["draftCapture"] = True  # the later stages checked a draft-export graph
     if diagnostic.count > 1:
         properties["occurrences"] = diagnostic.count

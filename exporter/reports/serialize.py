@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from exporter.findings.diagnostics import Diagnostic, Location, Range, Related
+from exporter.findings.diagnostics import Diagnostic, FindingData, Location, Range, Related
 from exporter.findings.fixes import FixCandidate, FixEdit, FixTrial, QuickFix
 from exporter.findings.result import (
     CheckResult,
@@ -37,30 +37,6 @@ def _location_from_data(data: dict[str, Any]) -> Location:
     return Location(Path(data["path"]), range_from_data(data["range"]))
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Range):
-        return {"$range": range_to_data(value)}
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(key): _jsonable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(item) for item in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return repr(value)
-
-
-def _from_jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"$range"}:
-            return range_from_data(value["$range"])
-        return {key: _from_jsonable(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_from_jsonable(item) for item in value]
-    return value
-
-
 def diagnostic_to_data(diagnostic: Diagnostic) -> dict[str, Any]:
     return {
         "rule": diagnostic.rule,
@@ -72,7 +48,7 @@ def diagnostic_to_data(diagnostic: Diagnostic) -> dict[str, Any]:
                     for r in diagnostic.related],
         "hint": diagnostic.hint,
         "count": diagnostic.count,
-        "data": _jsonable(diagnostic.data),
+        "data": diagnostic.data.as_json(),
         "quick_fixes": [{"title": fix.title, "edits": edits_to_data(fix.edits)}
                         for fix in diagnostic.quick_fixes],
         "fixes": [trial_to_data(trial) for trial in diagnostic.fixes],
@@ -85,7 +61,7 @@ def diagnostic_from_data(data: dict[str, Any]) -> Diagnostic:
         target=data["target"], severity=Severity(data["severity"]),
         related=tuple(Related(_location_from_data(r["location"]), r["message"])
                       for r in data["related"]),
-        hint=data["hint"], count=data["count"], data=_from_jsonable(data["data"]),
+        hint=data["hint"], count=data["count"], data=FindingData(**data["data"]),
         quick_fixes=tuple(QuickFix(fix["title"], edits_from_data(fix["edits"]))
                           for fix in data["quick_fixes"]),
         fixes=tuple(trial_from_data(trial) for trial in data["fixes"]),

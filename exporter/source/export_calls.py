@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from exporter.findings.diagnostics import Diagnostic, Location, Range
+from exporter.findings.diagnostics import Diagnostic, FindingData, Location, Range
 from exporter.findings.fixes import FixEdit, QuickFix
 from exporter.source.text import node_range
 
@@ -270,7 +270,7 @@ def _opset(call: ExportCall) -> list[Diagnostic]:
         f"exporter's translations are written for: the graph is built at opset "
         f"{TORCHLIB_OPSET} and converted down by the ONNX version converter, which fails for "
         f"some operators (the model then stays at opset {TORCHLIB_OPSET}).",
-        _here(call, argument), target="", data={"opset": opset})]
+        _here(call, argument), target="", data=FindingData(opset=opset))]
 
 
 def _ignored(call: ExportCall) -> list[Diagnostic]:

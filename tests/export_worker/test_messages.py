@@ -32,7 +32,7 @@ from export_worker.messages import (
     stopped_answer,
 )
 from exporter.config.options import ExportOptions
-from exporter.findings.diagnostics import Diagnostic, Location
+from exporter.findings.diagnostics import Diagnostic, FindingData, Location
 from exporter.findings.fixes import FixEdit, QuickFix
 from exporter.findings.positions import Range
 from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
@@ -46,7 +46,8 @@ TOOLCHAIN = ToolchainReport({"torch": "2.13.0", "onnx": None}, True, ["2.13.0", 
 
 PATH = Path("/w/m.py")
 FINDING = Diagnostic("ONNX601", "`dynamo=False` ...", Location(PATH, Range.of(5, 46, 5, 58)),
-                     target="", data={"sizes": {"batch": 5}},
+                     target="", data=FindingData(sizes={"batch": 5}, operator="aten::i0",
+                                                 arguments=["self"]),
                      quick_fixes=(QuickFix("Remove", (FixEdit(PATH, Range.of(5, 44, 5, 58),
                                                               ""),)),))
 RESULT = CheckResult(targets=[TargetResult("T", PATH, Range.of(4, 7, 4, 8), [

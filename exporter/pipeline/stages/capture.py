@@ -100,7 +100,7 @@ def _note_draft_capture(ctx: CheckContext, diagnostic: Diagnostic) -> None:
     ``draft_capture`` in its data and SARIF properties): one entry per cause."""
     noted = replace(diagnostic, related=(*diagnostic.related,
                                          Related(diagnostic.location, DRAFT_NOTE)),
-                    data={**diagnostic.data, "draft_capture": True})
+                    data=replace(diagnostic.data, draft_capture=True))
     index = next(i for i, d in enumerate(ctx.diagnostics) if d is diagnostic)
     ctx.diagnostics[index] = noted
 

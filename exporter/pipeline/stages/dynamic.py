@@ -176,7 +176,7 @@ def _record_sizes(ctx: CheckContext, before: int, size_run: SizeRun) -> None:
         diagnostic = ctx.diagnostics[index]
         if diagnostic.rule == "ONNX403":
             ctx.diagnostics[index] = replace(
-                diagnostic, data={**diagnostic.data, "sizes": dict(size_run.sizes)})
+                diagnostic, data=replace(diagnostic.data, sizes=dict(size_run.sizes)))
 
 
 def _confirm(outside: list[tuple[Narrowed, str]], outcomes: dict[str, NarrowingRuns],
@@ -196,18 +196,18 @@ def _settle(ctx: CheckContext, narrowed: Narrowed, runs: NarrowingRuns) -> None:
     """The ONNX107's last sentence and severity from what the runs outside its range showed:
     an error only where ONNX Runtime failed or differed from PyTorch there."""
     severity = Severity.WARNING
-    data = dict(narrowed.diagnostic.data)
+    data = narrowed.diagnostic.data
     hint = narrowed.diagnostic.hint
     if runs.confirmed:
-        outcome, severity, data["confirmed"] = runs.confirmed, Severity.ERROR, True
-        data["sizes"] = runs.confirmed_sizes
+        outcome, severity = runs.confirmed, Severity.ERROR
+        data = replace(data, confirmed=True, sizes=runs.confirmed_sizes)
     elif runs.eager_failed:  # the last is the nearest to the range
         outcome = (f"{runs.eager_failed[-1]}: the model's own code bounds "
                    f"`{narrowed.dim.name}`, so this range is the model's, not one the export "
                    "lost.")
         if runs.matched:
             outcome += f" ONNX Runtime matched PyTorch{' and'.join(runs.matched)}."
-        hint = f"Declare the range the model supports: `{data.get('declare')}`."
+        hint = f"Declare the range the model supports: `{data.declare}`."
     elif runs.matched:
         outcome = f"Not confirmed: ONNX Runtime matched PyTorch{' and'.join(runs.matched)}."
     else:

@@ -16,7 +16,7 @@ from typing import Any
 
 import sympy
 
-from exporter.findings.diagnostics import Diagnostic, Related
+from exporter.findings.diagnostics import Diagnostic, FindingData, Related
 from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.findings.rules import Severity
 from exporter.pipeline.context import CheckContext
@@ -160,8 +160,9 @@ def _report(ctx: CheckContext, dim: DeclaredDim, valid: ValidRange,
         where, severity=Severity.WARNING, related=related,
         hint=(f"Export both paths with `torch.cond` where the code branches on the size, or "
               f"declare the range you mean: `{declare}`."),
-        data={"dimension": dim.name, "declared": declared, "valid": narrowed, "declare": declare,
-              "asked": "named the dimension" if dim.named else "let torch decide (Dim.AUTO)"})
+        data=FindingData(dimension=dim.name, declared=declared, valid=narrowed, declare=declare,
+                         asked="named the dimension" if dim.named
+                         else "let torch decide (Dim.AUTO)"))
     if guards and guards[0].source:
         _propose_range(ctx, diagnostic, dim, valid, guards[0].source)
     return Narrowed(dim, valid, diagnostic, stated)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import operator
 import re
+from dataclasses import replace
 from typing import Any
 
 import onnx_ir as ir
 
-from exporter.findings.diagnostics import Related
+from exporter.findings.diagnostics import FindingData, Related
 from exporter.pipeline.context import CheckContext, Translated
 from exporter.pipeline.onnx_nodes import op_histogram, value_infos
 from exporter.pipeline.stages.base import StageFailed
@@ -45,7 +46,7 @@ def run(ctx: CheckContext) -> None:
             op = _op_name(node.target)
             ctx.report("ONNX202", f"Decomposing the graph for ONNX failed at `{op}`: {reason}",
                        ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
-                       data={"operator": op})
+                       data=FindingData(operator=op))
         raise StageFailed from error
     restore_user_stacks(decomposed, captured.program)
     ctx.decomposed = decomposed
@@ -60,8 +61,8 @@ def run(ctx: CheckContext) -> None:
             "ONNX201",
             f"`{original_name}` has no ONNX translation{via}; the export fails here.",
             ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
-            data={"operator": original_name, "decomposed_operator": op,
-                  **_overload_data(original if original is not None else node.target)},
+            data=_overload_data(original if original is not None else node.target,
+                                FindingData(operator=original_name, decomposed_operator=op)),
         )
     if missing:
         raise StageFailed
@@ -251,12 +252,13 @@ def _node_in_traceback(error: BaseException) -> Any:
     return None
 
 
-def _overload_data(overload: Any) -> dict[str, Any]:
-    """What a translation stub needs: ``torch.ops.aten.i0.default`` and its argument names."""
+def _overload_data(overload: Any, data: FindingData) -> FindingData:
+    """``data`` with what a translation stub needs: ``torch.ops.aten.i0.default`` and its
+    argument names."""
     names = torch_compat.argument_names(overload)
     if names is None:
-        return {}
-    return {"overload": f"torch.ops.{overload}", "arguments": names}
+        return data
+    return replace(data, overload=f"torch.ops.{overload}", arguments=list(names))
 
 
 def _translate_publicly(ctx: CheckContext, opset: int) -> None:
@@ -290,7 +292,7 @@ def _report_node_error(ctx: CheckContext, error: BaseException) -> None:
     op = _op_name(node.target)
     ctx.report("ONNX202", f"Translating `{op}` to ONNX failed: {reason}",
                ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
-               data={"operator": op},
+               data=FindingData(operator=op),
                related=(Related(raised.location, "raised here, in the translation function"),)
                if raised is not None else ())
 

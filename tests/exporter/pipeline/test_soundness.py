@@ -89,8 +89,8 @@ def test_a_named_range_narrowed_by_a_guard_is_an_error_at_the_guard(narrowed):
     assert "the guard `x.shape[1] >= 10`" in diagnostic.message
     # the run at the lower bound shows the ONNX model wrong there: one diagnostic, confirmed
     assert "Confirmed at seq=2 (the lower bound of the declared range)" in diagnostic.message
-    assert diagnostic.data["confirmed"] is True
-    assert diagnostic.data["sizes"] == {"seq": 2}
+    assert diagnostic.data.confirmed is True
+    assert diagnostic.data.sizes == {"seq": 2}
     assert "torch.cond" in diagnostic.hint and "Dim('seq', min=10)" in diagnostic.hint
     assert [d.rule for d in narrowed["Tail"].diagnostics] == ["ONNX107"]
 
@@ -204,7 +204,7 @@ def test_a_declared_range_that_holds_1_is_run_at_1(session):
     assert "differs from PyTorch at batch=1 (size 1, the usual deployment batch" in \
         diagnostic.message
     # the sizes fed, for a reader to run them again (the corpus's judge: tests/corpus/claims.py)
-    assert diagnostic.data["sizes"] == {"batch": 1}
+    assert diagnostic.data.sizes == {"batch": 1}
     runs = [entry.situation for entry in targets["NotMeantForOne"].summary.numerics]
     assert not any("=1 (" in run for run in runs), runs
     assert targets["NotMeantForOne"].diagnostics == targets["RightAtOne"].diagnostics == []
