@@ -236,7 +236,7 @@ def _job_answer(outcome: JobOutcome) -> JobCommandAnswer:
         return JobCommandAnswer([d.message for d in answer.diagnostics], saved=answer.saved,
                                 written=answer.written, error=answer.error)
     error = answer.error if isinstance(answer, JobError) else "the job answered another kind"
-    return JobCommandAnswer(saved=False, written=[], error=error)
+    return JobCommandAnswer([], saved=False, written=[], error=error)
 
 
 async def show_report(ls: OnnxLensServer, *args: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ current, and the extension's type check assigns each sample to its interface.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -86,7 +86,7 @@ class WorkerRestarted:
 class JobCommandAnswer:
     """``onnxlens.saveModel`` and ``onnxlens.runModel``: what the job did, or why not."""
 
-    diagnostics: list[str] = field(default_factory=list)  # the check's messages
+    diagnostics: list[str] | None = None  # the check's messages
     saved: bool | None = None  # save
     written: list[str] | None = None  # save: the files written
     #: run: the run report, as ``exporter.reports.run.run_report_json`` writes it
