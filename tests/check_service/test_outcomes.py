@@ -1,4 +1,4 @@
-"""A job without a result becomes its target's finding (export_worker/outcomes.py): the rule and
+"""A job without a result becomes its target's finding (check_service/outcomes.py): the rule and
 message for each way a job ends without an answer, at the target, and a cancelled job has
 none."""
 
