@@ -59,8 +59,8 @@ class FileCheck:
     def result(self, targets: Sequence[TargetResult]) -> CheckResult:
         """The file's result with its suppression comments applied: those of the text that
         was checked (later edits bring their own check). A suppression is said to silence
-        nothing (ONNX006) only once a target's check ran: not in what a check found early or
-        an interrupted run checked, for the targets not checked yet."""
+        nothing (ONNX006) only in a file one of whose targets was checked: not in what a
+        check found early, or an interrupted run checked, before any of them was."""
         # copies: the suppressions filter the copies' findings, and the same verdicts are
         # shown again after the fix trials (filtered twice, a suppression silenced nothing)
         result = CheckResult(targets=[replace(t, diagnostics=list(t.diagnostics))
