@@ -158,10 +158,14 @@ class OnnxLensServer(LanguageServer):
         return self.roots[0] if self.roots else None
 
     def folder_of(self, path: Path) -> Path | None:
-        """The workspace folder that holds ``path`` (the innermost one of nested folders)."""
-        resolved = path.resolve()
-        holding = [root for root in self.roots if resolved.is_relative_to(root)]
-        return max(holding, key=lambda root: len(root.parts)) if holding else None
+        """The workspace folder that holds ``path`` (the innermost one of nested folders): as
+        the path is written (a symbolic link in the folder is the folder's, whatever it points
+        to), else as it resolves."""
+        for candidate in (path.absolute(), path.resolve()):
+            holding = [root for root in self.roots if candidate.is_relative_to(root)]
+            if holding:
+                return max(holding, key=lambda root: len(root.parts))
+        return None
 
     def root_for(self, path: Path) -> Path:
         return self.folder_of(path) or find_root(path)
