@@ -21,7 +21,8 @@ import torch
 
 from exporter.findings.diagnostics import Location, Related
 from exporter.source.export_calls import export_calls
-from exporter.source.text import Sources, parse_python
+from exporter.source.python_syntax import parse_python
+from exporter.source.text import Sources
 from exporter.toolchain import torch_compat
 
 

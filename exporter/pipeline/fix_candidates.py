@@ -35,7 +35,8 @@ from exporter.findings.rules import Severity
 from exporter.pipeline.context import CheckContext
 from exporter.source.edits import keyword_edits
 from exporter.source.notebooks import is_notebook
-from exporter.source.text import parse_python, split_lines
+from exporter.source.python_syntax import parse_python
+from exporter.source.text import split_lines
 
 #: the stages whose failures a different export setting can change
 _EXPORT_STAGES = ("capture", "translate", "validate", "runtime", "numerics", "dynamic")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.findings.diagnostics import Range
+from exporter.source.python_syntax import parse_python
 
 NOTEBOOK_SUFFIX = ".ipynb"
 
@@ -256,7 +257,7 @@ def ipython_names(text: str) -> dict[str, object]:
     if "get_ipython" not in text:
         return {}
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return {}
     used = any(isinstance(node, ast.Name) and node.id == "get_ipython"
@@ -342,7 +343,7 @@ def _python_of(lines: tuple[str, ...], number: int) -> tuple[list[str], CellProb
         return list(lines), None
     neutral = _neutralised(lines)
     try:
-        ast.parse("\n".join(neutral) + "\n")
+        parse_python("\n".join(neutral) + "\n")
         return neutral, None
     except SyntaxError as error:
         return ([""] * len(lines),
@@ -353,7 +354,7 @@ def _python_of(lines: tuple[str, ...], number: int) -> tuple[list[str], CellProb
 
 def _parses(text: str) -> bool:
     try:
-        ast.parse(text)
+        parse_python(text)
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return False
     return True

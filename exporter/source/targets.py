@@ -24,11 +24,11 @@ from exporter.source.export_calls import (
     takes_no_arguments,
 )
 from exporter.source.notebooks import NotebookModule, is_notebook, recent_notebook
+from exporter.source.python_syntax import parse_python
 from exporter.source.text import (
     char_column,
     node_range,
     notebook_at,
-    parse_python,
     split_lines,
     without_bom,
 )

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range
 from exporter.source.notebooks import (
@@ -23,18 +22,6 @@ from exporter.source.notebooks import (
     is_notebook,
     notebook_module,
 )
-
-
-def parse_python(source: str, **options: Any) -> Any:
-    """``ast.parse``, once more after CPython 3.11's spurious ``SystemError: AST constructor
-    recursion depth mismatch`` (python/cpython#106905): the source is fine, a counter of the
-    AST constructor was off. The language server lost a check to it in a long random test."""
-    try:
-        return ast.parse(source, **options)
-    except SystemError as error:
-        if "recursion depth mismatch" not in str(error):
-            raise
-        return ast.parse(source, **options)
 
 
 def without_bom(text: str) -> str:

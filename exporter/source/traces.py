@@ -14,11 +14,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from exporter.findings.diagnostics import Location, Range, Related
+from exporter.source.python_syntax import parse_python
 from exporter.source.text import (
     LinesOf,
     char_column,
     node_range,
-    parse_python,
     source_lines,
     whole_line_range,
 )

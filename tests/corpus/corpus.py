@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from exporter.source.python_syntax import parse_python
 from tests.corpus.common import REPO
 
 SOURCES = ("exportdb", "transformers", "torchvision", "timm", "diffusers", "fixtures", "examples",
@@ -125,7 +126,7 @@ def exportdb_names() -> list[str]:
 
 def _module_names(source: str) -> set[str]:
     names = set()
-    for node in ast.parse(source).body:
+    for node in parse_python(source).body:
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
         names.update(t.id for t in targets if isinstance(t, ast.Name))

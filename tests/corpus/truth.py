@@ -36,6 +36,7 @@ import argparse
 import ast
 import contextlib
 import copy
+import functools
 import importlib.util
 import inspect
 import json
@@ -49,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from exporter.source.python_syntax import parse_python
 from tests.corpus.common import (
     CACHE,
     dumps,
@@ -230,7 +232,7 @@ def _import(path: Path, root: Path, target: Any) -> Any:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = parse_python(path.read_text(encoding="utf-8"), filename=str(path))
     definitions = [index for index, node in enumerate(tree.body)
                    if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                    and node.name == target.symbol]
@@ -238,7 +240,7 @@ def _import(path: Path, root: Path, target: Any) -> Any:
     if len(definitions) < 2 or not annotated:
         spec.loader.exec_module(module)
         return module
-    keep = ast.parse(f"{_KEPT} = {target.symbol}").body[0]
+    keep = parse_python(f"{_KEPT} = {target.symbol}").body[0]
     tree.body.insert(annotated[0] + 1, ast.copy_location(keep, tree.body[annotated[0]]))
     exec(compile(ast.fix_missing_locations(tree), str(path), "exec"), module.__dict__)
     return module
@@ -914,10 +916,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+@functools.cache
 def _own_hash() -> str:
     """The hash of this module's code: its syntax tree without docstrings (comments are not in
     it), so that a reworded docstring keeps the cached truth, which takes an hour to rebuild."""
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    tree = parse_python(Path(__file__).read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
         if isinstance(node, documented) and ast.get_docstring(node, clean=False) is not None:

@@ -20,7 +20,8 @@ from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.locating import guards_a_dimension, report_guard, stack_frames
 from exporter.pipeline.stages import soundness
 from exporter.pipeline.stages.base import StageFailed
-from exporter.source.text import node_range, parse_python
+from exporter.source.python_syntax import parse_python
+from exporter.source.text import node_range
 from exporter.source.traces import Frame, Mapped, exception_frames
 from exporter.toolchain import torch_compat
 
