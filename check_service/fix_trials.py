@@ -19,6 +19,7 @@ from exporter.findings.fixes import FixCandidate, FixTrial
 from exporter.findings.result import StageState, TargetResult
 from exporter.findings.rules import Severity
 from exporter.source.edits import EditConflict, apply_edits
+from exporter.source.targets import Target, discover
 
 Submit = Callable[[JobRequest], Awaitable[JobOutcome]]
 
@@ -53,13 +54,24 @@ async def try_fixes(checked: JobRequest, text: str, result: TargetResult, submit
         if edited in tried:  # the same edit under another name: tried already
             continue
         tried.add(edited)
+        target = _target_in(edited, checked.target)
+        if target is None:
+            trials.append(FixTrial(candidate, "fails", detail=(
+                f"the edited file has no target {result.name!r}")))
+            continue
         timeout = min(checked.timeout, left) if checked.timeout else left
-        outcome = await submit(replace(checked, text=edited, timeout=timeout, progress=False,
-                                       id=""))
+        outcome = await submit(replace(checked, target=target, text=edited, timeout=timeout,
+                                       progress=False, id=""))
         spent += outcome.seconds
         trials.append(judge(candidate, result.name, outcome,
                             Limits(timeout, limits.memory_limit_mb), outcome.seconds))
     return trials
+
+
+def _target_in(edited: str, target: Target) -> Target | None:
+    """``target`` as found in the edited text (an edit may move it, or change its pragma)."""
+    found = discover(target.path, edited)
+    return next((t for t in found.targets if t.name == target.name), None)
 
 
 def judge(candidate: FixCandidate, target: str, outcome: JobOutcome, limits: Limits,

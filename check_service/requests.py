@@ -25,7 +25,7 @@ def job_request(kind: JobKind, target: Target, workspace: Path, settings: Option
     ``text``: the editor's text of the file (None: the file on disk); ``fields``: the job
     kind's own (``JobRequest``)."""
     limits = job_limits(settings)
-    return JobRequest(kind, str(target.path), str(workspace), target.name, text=text,
+    return JobRequest(kind, target, str(workspace), text=text,
                       notebook_cells=list(notebook_cells), settings=settings.export,
                       timeout=limits.timeout_seconds, memory_limit_mb=limits.memory_limit_mb,
                       **fields)

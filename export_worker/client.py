@@ -288,7 +288,7 @@ class WorkerClient:
             outcome = await self._submit_once(request, on_progress)
         if isinstance(outcome, JobFailed) and outcome.failure == "worker-lost" \
                 and not self._stopping:
-            log.info("the worker was lost during %s; running it again", request.target)
+            log.info("the worker was lost during %s; running it again", request.target.name)
             try:
                 async with self._turns.turn(alone=True):
                     outcome = await self._submit_once(request, on_progress)

@@ -35,7 +35,8 @@ def run_job(session: ExportSession, request: JobRequest,
             if_stopped: Callable[[CheckResult], None] | None = None) -> JobAnswer:
     """``progress`` gets what capture and translate found as they end; ``if_stopped`` the
     result that stands if the job is killed from then on (the export is known to fail)."""
-    path = Path(request.file)
+    target = request.target
+    path = target.path
     # the editor's text of the file, unsaved changes included: what the check reads of it
     sources = Sources.with_unsaved(path, request.text) if request.text is not None \
         else Sources()
@@ -46,12 +47,8 @@ def run_job(session: ExportSession, request: JobRequest,
     # stops Python code where it runs (ONNX901 at that line); native code is stopped by the
     # worker a moment later
     session.timeout = request.timeout
-    notebook = module_of_cells([(cell.number, cell.text) for cell in request.notebook_cells]) \
-        if request.notebook_cells else None
-    found = session.discover(path, sources.read(path), notebook)
-    target = next((t for t in found.targets if t.name == request.target), None)
-    if target is None:
-        return JobError(f"no export target {request.target!r} in {path.name}")
+    if request.notebook_cells:  # what locates a finding by its cell (recent_notebook)
+        module_of_cells([(cell.number, cell.text) for cell in request.notebook_cells])
 
     def stage_done(partial: TargetResult) -> None:
         if progress is not None and partial.stages[-1].name in EARLY_STAGES \

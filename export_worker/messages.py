@@ -23,10 +23,13 @@ from exporter.reports.run import RunReport
 from exporter.reports.serialize import (
     diagnostic_from_data,
     diagnostic_to_data,
+    export_target_from_data,
+    export_target_to_data,
     result_from_data,
     result_to_data,
 )
 from exporter.source.notebooks import CellSource
+from exporter.source.targets import Target
 from exporter.toolchain.report import ToolchainReport
 
 JobKind = Literal["check", "save", "run", "graph"]
@@ -47,9 +50,10 @@ class JobRequest:
     fork of the warm worker."""
 
     kind: JobKind
-    file: str
+    #: as the front end found it in ``text`` (or the file): the worker does not look for it
+    #: again
+    target: Target
     workspace: str
-    target: str
     text: str | None = None  # the editor's unsaved text; None: the file on disk
     #: a notebook's code cells when ``text`` is their module (targets are named by cell)
     notebook_cells: list[CellSource] = field(default_factory=list)
@@ -231,11 +235,12 @@ class DecodeError(ValueError):
     """A line that is not a message of this protocol."""
 
 
-#: field types with a JSON form of their own: check results keep their ranges, paths and
-#: rules as exporter/reports/serialize.py writes and reads them (the one converter of results)
+#: field types with a JSON form of their own: check results and targets keep their ranges,
+#: paths and rules as exporter/reports/serialize.py writes and reads them (the one converter)
 _CODECS: dict[type, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
     CheckResult: (result_to_data, result_from_data),
     Diagnostic: (diagnostic_to_data, diagnostic_from_data),
+    Target: (export_target_to_data, export_target_from_data),
 }
 
 

@@ -548,8 +548,8 @@ def _without_warm_imports(request: JobRequest, reached: Mapping[str, frozenset[s
     (export_worker/namespace_watch.py). Its outcome stands for the job's."""
     from export_worker.single_job import run_single_job
 
-    print(f"onnxlens worker: {request.target} reached {describe(reached)}, which its code does "
-          "not import: checked again without the warm imports", file=sys.stderr)
+    print(f"onnxlens worker: {request.target.name} reached {describe(reached)}, which its code "
+          "does not import: checked again without the warm imports", file=sys.stderr)
     off = ",".join(filter(None, [environment.get("ONNXLENS_SHORTCUTS_OFF", ""),
                                  "warm-imports"]))
     os.environ.clear()

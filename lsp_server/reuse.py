@@ -81,7 +81,7 @@ class ResultCache:
             self._text = (text, _digest_text(text))
         digest = self._text[1] if text is not None else None
         return json.dumps({**dataclasses.asdict(request), "id": None, "text": digest,
-                           "worker": worker}, sort_keys=True)
+                           "worker": worker}, sort_keys=True, default=str)  # paths
 
 
 #: (site-packages directory, its modification time) for each on the interpreter's path

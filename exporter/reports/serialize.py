@@ -19,6 +19,7 @@ from exporter.findings.result import (
     TensorSummary,
 )
 from exporter.findings.rules import Severity
+from exporter.source.targets import PragmaOption, Target
 
 
 def range_to_data(range_: Range) -> list[int]:
@@ -142,6 +143,35 @@ def target_from_data(data: dict[str, Any]) -> TargetResult:
         summary=summary_from_data(data["summary"]),
         fix_candidates=[candidate_from_data(c) for c in data["fix_candidates"]],
         fix_trials=[trial_from_data(t) for t in data["fix_trials"]],
+    )
+
+
+def export_target_to_data(target: Target) -> dict[str, Any]:
+    """A target as the front end found it, for the job that checks it (the worker does not
+    look for it again)."""
+    return {
+        "name": target.name, "path": str(target.path), "kind": target.kind,
+        "symbol": target.symbol, "definition": range_to_data(target.definition),
+        "exportable_module": target.exportable_module,
+        "pragma": range_to_data(target.pragma) if target.pragma is not None else None,
+        "options": {key: {"source": option.source, "range": range_to_data(option.range)}
+                    for key, option in target.options.items()},
+        "first_line": target.first_line, "rebound_at": target.rebound_at,
+        "export_call_line": target.export_call_line,
+    }
+
+
+def export_target_from_data(data: dict[str, Any]) -> Target:
+    pragma = data["pragma"]
+    return Target(
+        name=data["name"], path=Path(data["path"]), kind=data["kind"], symbol=data["symbol"],
+        definition=range_from_data(data["definition"]),
+        exportable_module=data["exportable_module"],
+        pragma=range_from_data(pragma) if pragma is not None else None,
+        options={key: PragmaOption(key, option["source"], range_from_data(option["range"]))
+                 for key, option in data["options"].items()},
+        first_line=data["first_line"], rebound_at=data["rebound_at"],
+        export_call_line=data["export_call_line"],
     )
 
 

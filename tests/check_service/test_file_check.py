@@ -77,9 +77,8 @@ async def test_one_job_per_target_with_the_checks_settings_verdicts_in_the_files
     results = await check_targets(check, submit, on_verdict=lambda r: verdicts.append(r.name))
     assert verdicts == ["Second", "First"]
     assert [r.name for r in results] == ["First", "Second"]
-    assert [(r.kind, r.target, r.timeout, r.text, r.progress, r.file) for r in submitted] == [
-        ("check", "First", 42.0, None, False, str(first.path)),
-        ("check", "Second", 42.0, None, False, str(second.path))]
+    assert [(r.kind, r.target, r.timeout, r.text, r.progress) for r in submitted] == [
+        ("check", first, 42.0, None, False), ("check", second, 42.0, None, False)]
     # the suppression comment on line 7 silences First's finding; Second's stays
     shown = check.result(results)
     assert [(d.rule, d.location.range.start.line) for d in shown.diagnostics] == [
@@ -165,7 +164,7 @@ async def test_fixes_are_tried_on_the_checked_text_only_for_failing_targets_with
 
     results = await with_fixes_tried(check, verdict, submit)
     assert results is not None
-    assert [(r.target, r.text is not None and "return x\n" in r.text) for r in tried] == [
+    assert [(r.target.name, r.text is not None and "return x\n" in r.text) for r in tried] == [
         ("Second", True)]
     assert [t.candidate.key for t in results[1].diagnostics[0].fixes] == ["use-tensor"]
     assert results[0] is verdict[0]

@@ -61,8 +61,9 @@ def test_a_job_carries_the_settings_limits_and_export_options_and_the_editors_te
     (target,) = file_targets(path).targets
     settings = replace(Options(), timeoutSeconds=0.0, memoryLimitMB=512, opset=20)
     request = job_request("save", target, tmp_path, settings, text="edited", output="m.onnx")
-    assert (request.kind, request.file, request.workspace, request.target) == (
-        "save", str(path.resolve()), str(tmp_path), "Caf\xe9")
+    # the target as found here: the worker does not look for it again
+    assert (request.kind, request.target, request.workspace) == ("save", target, str(tmp_path))
+    assert (target.name, target.path) == ("Caf\xe9", path.resolve())
     # 0 s: no limit
     assert (request.timeout, request.memory_limit_mb) == (None, 512)
     assert (request.settings.opset, request.text, request.output) == (20, "edited", "m.onnx")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from check_service.fix_trials import try_fixes, with_trials
 from check_service.outcomes import Limits
 from export_worker.messages import CheckAnswer, JobDone, JobFailed, JobOutcome, JobRequest
@@ -13,9 +15,18 @@ from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.findings.positions import Range
 from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
+from exporter.source.targets import discover
 
 PATH = Path("/w/m.py")
-TEXT = "x = 1\ny = 2\n"
+
+
+def _text(x: str, above: str = "") -> str:
+    """The file with ``x = <x>`` on its first line and its target ``T`` below."""
+    return f"x = {x}\ny = 2\n{above}\n# onnx-export: args=()\ndef T():\n    return x\n"
+
+
+TEXT = _text("1")
+TARGET = discover(PATH, TEXT).targets[0]
 FAILURE = Diagnostic("ONNX102", "specialized", Location(PATH, Range.of(2, 1, 2, 2)), target="T")
 
 
@@ -37,9 +48,9 @@ async def test_each_fix_is_checked_on_its_edited_text_and_only_one_that_works_is
 
     async def submit(request: JobRequest) -> JobOutcome:
         submitted.append(request)
-        if request.text == "x = 2\ny = 2\n":
+        if request.text == _text("2"):
             return JobFailed("", "timeout", seconds=22.0)
-        return JobDone("", CheckAnswer(_checked(request.text == "x = 3\ny = 2\n")),
+        return JobDone("", CheckAnswer(_checked(request.text == _text("3"))),
                        seconds=4.0, pid=1)
 
     result = TargetResult("T", PATH, Range.of(1, 1, 1, 2), diagnostics=[FAILURE],
@@ -47,7 +58,7 @@ async def test_each_fix_is_checked_on_its_edited_text_and_only_one_that_works_is
                               _candidate("elsewhere", "9", Path("/w/other.py")),
                               _candidate("works", "3"), _candidate("same edit", "3"),
                               _candidate("slow", "2"), _candidate("late", "4")])
-    request = JobRequest("check", str(PATH), "/w", "T", text=TEXT, timeout=60.0, progress=True)
+    request = JobRequest("check", TARGET, "/w", text=TEXT, timeout=60.0, progress=True)
     trials = await try_fixes(request, TEXT, result, submit, Limits(60.0, None), 30.0)
     assert [(t.candidate.key, t.verdict) for t in trials] == [
         ("elsewhere", "fails"), ("works", "works"), ("slow", "fails"), ("late", "not-tried")]
@@ -57,7 +68,7 @@ async def test_each_fix_is_checked_on_its_edited_text_and_only_one_that_works_is
     # the edited text, in a job of its own, with what is left of the budget as its timeout;
     # the same edit under another name is not checked again
     assert [(r.text, r.timeout, r.progress) for r in submitted] == [
-        ("x = 3\ny = 2\n", 30.0, False), ("x = 2\ny = 2\n", 26.0, False)]
+        (_text("3"), 30.0, False), (_text("2"), 26.0, False)]
     (shown,) = with_trials(result, trials).diagnostics
     assert [trial.candidate.key for trial in shown.fixes] == ["works"]
 
@@ -68,8 +79,50 @@ async def test_a_fix_whose_check_still_fails_a_stage_does_not_work():
 
     result = TargetResult("T", PATH, Range.of(1, 1, 1, 2), diagnostics=[FAILURE],
                           fix_candidates=[_candidate("partial", "5")])
-    request = JobRequest("check", str(PATH), "/w", "T", text=TEXT, timeout=60.0)
+    request = JobRequest("check", TARGET, "/w", text=TEXT, timeout=60.0)
     (trial,) = await try_fixes(request, TEXT, result, submit, Limits(60.0, None), 30.0)
     assert trial.verdict == "fails"
     assert trial.detail == "the translate stage did not pass: it did not run"
     assert with_trials(result, [trial]).diagnostics[0].fixes == ()
+
+
+@pytest.mark.parametrize(("edit", "where"), [
+    ("# a line above the target\n", (6, 5)),
+    ("\n\n\n", (8, 5)),
+    ("", (5, 5)),
+], ids=["one-line", "three-lines", "none"])
+async def test_a_trial_checks_the_target_where_the_edit_put_it(edit, where):
+    """The worker checks the target it is given: a fix that moves it sends it where it now is."""
+    submitted: list[JobRequest] = []
+
+    async def submit(request: JobRequest) -> JobOutcome:
+        submitted.append(request)
+        return JobDone("", CheckAnswer(_checked(True)), seconds=1.0, pid=1)
+
+    moving = FixCandidate("moves", "move", "onnxlens",
+                          (FixEdit(PATH, Range.of(3, 1, 3, 1), edit),),
+                          answers=("ONNX102", Range.of(2, 1, 2, 2)))
+    result = TargetResult("T", PATH, Range.of(1, 1, 1, 2), diagnostics=[FAILURE],
+                          fix_candidates=[moving])
+    request = JobRequest("check", TARGET, "/w", text=TEXT, timeout=60.0)
+    (trial,) = await try_fixes(request, TEXT, result, submit, Limits(60.0, None), 30.0)
+    assert trial.verdict == "works"
+    (sent,) = submitted
+    assert sent.target.name == "T" and sent.text == _text("1", edit)
+    definition = sent.target.definition.start
+    assert (definition.line, definition.column) == where
+    assert sent.target == discover(PATH, sent.text).targets[0]
+
+
+async def test_a_fix_that_removes_the_target_fails_without_a_check():
+    async def submit(request: JobRequest) -> JobOutcome:
+        raise AssertionError("no check for a file without the target")
+
+    removing = FixCandidate("removes", "remove", "onnxlens",
+                            (FixEdit(PATH, Range.of(5, 1, 7, 1), ""),),
+                            answers=("ONNX102", Range.of(2, 1, 2, 2)))
+    result = TargetResult("T", PATH, Range.of(1, 1, 1, 2), diagnostics=[FAILURE],
+                          fix_candidates=[removing])
+    request = JobRequest("check", TARGET, "/w", text=TEXT, timeout=60.0)
+    (trial,) = await try_fixes(request, TEXT, result, submit, Limits(60.0, None), 30.0)
+    assert (trial.verdict, trial.detail) == ("fails", "the edited file has no target 'T'")

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from check_service.files import find_target
 from export_worker.jobs import run_job
 from export_worker.messages import JobRequest
 from exporter.findings.result import CheckResult
@@ -34,7 +35,7 @@ def test_a_failing_capture_is_shown_before_the_draft_export_runs(session, monkey
 
     monkeypatch.setattr(torch.export, "draft_export", recorded)
     workspace = FIXTURES / "data_dependent_branch"
-    request = JobRequest("check", str(workspace / "model.py"), str(workspace), "Gate",
+    request = JobRequest("check", find_target(workspace / "model.py", "Gate"), str(workspace),
                          progress=True)
     answer = run_job(session, request, lambda data: events.append(("progress", data)))
 

@@ -36,7 +36,9 @@ from exporter.findings.diagnostics import Diagnostic, FindingData, Location
 from exporter.findings.fixes import FixEdit, QuickFix
 from exporter.findings.positions import Range
 from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
+from exporter.source.targets import PragmaOption, Target, discover
 from exporter.toolchain.report import ToolchainReport
+from tests.conftest import FIXTURES
 from tests.exporter.reports.test_run import REPORT
 
 TOOLCHAIN = ToolchainReport({"torch": "2.13.0", "onnx": None}, True, ["2.13.0", "2.14.1"],
@@ -50,6 +52,10 @@ FINDING = Diagnostic("ONNX601", "`dynamo=False` ...", Location(PATH, Range.of(5,
                                                  arguments=["self"]),
                      quick_fixes=(QuickFix("Remove", (FixEdit(PATH, Range.of(5, 44, 5, 58),
                                                               ""),)),))
+TARGET = Target("Model", PATH, "function", "build", Range.of(6, 1, 9, 20),
+                pragma=Range.of(5, 3, 5, 60),
+                options={"args": PragmaOption("args", "(torch.randn(2),)", Range.of(5, 22, 5, 39))},
+                first_line=6, rebound_at=12, export_call_line=8)
 RESULT = CheckResult(targets=[TargetResult("T", PATH, Range.of(4, 7, 4, 8), [
     StageStatus("load", StageState.PASSED, 0.5), StageStatus("capture", StageState.FAILED)],
     [FINDING])], files=[PATH])
@@ -68,7 +74,7 @@ RESULT = CheckResult(targets=[TargetResult("T", PATH, Range.of(4, 7, 4, 8), [
     JobDone("7", JobError("no export target 'T' in m.py"), 0.1, 18),
     JobDone("8", JobError("KeyError: 'x'", internal=True), 0.1, 18),
     WorkerStatus("s1", 12, [JobProcess("j1", 13)], None, TOOLCHAIN, ["transformers"]),
-    JobRequest("check", "/w/m.py", "/w", "Model", text="x = 1\n",
+    JobRequest("check", TARGET, "/w", text="x = 1\n",
                settings=ExportOptions(opset=20, atol=1e-4), timeout=60.0),
 ])
 def test_a_message_is_itself_after_its_line(message):
@@ -134,3 +140,13 @@ def test_an_answer_of_an_unknown_kind_is_refused():
     line = encode(JobDone("1", JobError("x"), 0.1, 2)).replace(b'"error"}', b'"nope"}')
     with pytest.raises(DecodeError, match="not a worker message"):
         decode(line)
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*/*.py")),
+                         ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_every_fixtures_targets_reach_the_worker_as_found(path: Path):
+    """The worker checks the target the front end found (it does not look for it again): what
+    it decodes is that target, spans, pragma options and all."""
+    for target in discover(path, path.read_text(encoding="utf-8")).targets:
+        request = JobRequest("check", target, str(path.parent))
+        assert decode(encode(request)).target == target

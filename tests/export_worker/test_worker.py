@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from check_service.files import find_target
 from export_worker.messages import (
     JobDone,
     JobRequest,
@@ -50,8 +51,8 @@ def test_warm_up_starts_no_thread_pool_before_forking():
         # pool in a process that forks would hang the children).
         assert _threads(worker.pid) <= _threads(plain.pid)
 
-        request = JobRequest("check", str(FIXTURES / "clean" / "factory.py"),
-                             str(FIXTURES / "clean"), "scaled", timeout=60, id="1")
+        request = JobRequest("check", find_target(FIXTURES / "clean" / "factory.py", "scaled"),
+                             str(FIXTURES / "clean"), timeout=60, id="1")
         worker.stdin.write(encode(request))
         worker.stdin.flush()
         answer = decode(worker.stdout.readline())
@@ -101,7 +102,7 @@ class _Worker:
     def check(self, job_id: str, workspace: str, target: str,
               timeout: float = 120) -> JobDone:
         folder = REPO / "tests" / "lsp" / "fixtures" / workspace  # shared with the server tests
-        self.send(JobRequest("check", str(folder / "model.py"), str(folder), target,
+        self.send(JobRequest("check", find_target(folder / "model.py", target), str(folder),
                              timeout=timeout, id=job_id))
         answer = self.receive()
         assert isinstance(answer, JobDone)

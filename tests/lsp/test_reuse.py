@@ -17,7 +17,9 @@ from pytest_lsp import LanguageClient
 from export_worker.inputs import digest
 from export_worker.messages import CheckAnswer, JobDone, JobFailed, JobInputs, JobRequest
 from exporter.config.options import ExportOptions
+from exporter.findings.positions import Range
 from exporter.findings.result import CheckResult
+from exporter.source.targets import Target
 from exporter.toolchain import shortcuts
 from lsp_server.reuse import ResultCache, installed_packages
 from tests.lsp.conftest import (
@@ -33,8 +35,10 @@ from tests.lsp.conftest import (
 WORKER = "4242/0"  # the worker process: its pid and how often it was restarted
 
 
-def check_request(root, text: str = "import helper\n", **changes) -> JobRequest:
-    request = JobRequest("check", str(root / "model.py"), str(root), "Model", text=text,
+def check_request(root, text: str = "import helper\n", name: str = "Model",
+                  path: str = "model.py", **changes) -> JobRequest:
+    target = Target(name, root / path, "class", name, Range.of(3, 1, 4, 9))
+    request = JobRequest("check", target, str(root), text=text,
                          timeout=60.0, memory_limit_mb=4096, record_inputs=True,
                          progress=True, id="job-1")
     return dataclasses.replace(request, **changes)
@@ -65,8 +69,8 @@ def test_the_same_request_to_the_same_worker_reuses_the_result(root):
 
 @pytest.mark.parametrize("change", [
     {"text": "import helper\n# edited\n"},
-    {"target": "Other"},
-    {"file": "/elsewhere/model.py"},
+    {"name": "Other"},
+    {"path": "/elsewhere/model.py"},
     {"settings": ExportOptions(opset=18)},
     {"settings": ExportOptions(atol=1e-3)},
     {"timeout": 5.0},

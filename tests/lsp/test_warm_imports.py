@@ -13,6 +13,7 @@ import pytest
 import torch
 from pytest_lsp import ClientServerConfig
 
+from check_service.files import find_target
 from export_worker import global_state
 from export_worker.client import WorkerClient
 from export_worker.messages import JobDone, JobRequest
@@ -79,8 +80,8 @@ def workspace(tmp_path, monkeypatch) -> Path:
 
 
 async def check(client: WorkerClient, workspace: Path) -> JobDone:
-    outcome = await client.submit(JobRequest("check", str(workspace / "model.py"),
-                                             str(workspace), "Branchy", timeout=120))
+    target = find_target(workspace / "model.py", "Branchy")
+    outcome = await client.submit(JobRequest("check", target, str(workspace), timeout=120))
     assert isinstance(outcome, JobDone), outcome
     return outcome
 
@@ -225,12 +226,12 @@ async def test_a_package_changing_state_only_in_the_worker_retires_it(tmp_path, 
     client = WorkerClient(spare=False, on_output=output.append)
     await client.start()
     try:
-        used = await client.submit(JobRequest("check", str(project / "uses.py"), str(project),
-                                              "UsesPackage", timeout=120))
+        uses = find_target(project / "uses.py", "UsesPackage")
+        used = await client.submit(JobRequest("check", uses, str(project), timeout=120))
         assert isinstance(used, JobDone) and "sneaky_pkg" in used.library_imports
         pid = client.pid
-        plain = await client.submit(JobRequest("check", str(project / "plain.py"),
-                                               str(project), "Float32Input", timeout=120))
+        float32 = find_target(project / "plain.py", "Float32Input")
+        plain = await client.submit(JobRequest("check", float32, str(project), timeout=120))
         assert isinstance(plain, JobDone), plain
         assert rules(plain) == []  # not ONNX004: float32 weights, as in a fresh process
         assert client.pid != pid  # a new worker ran it

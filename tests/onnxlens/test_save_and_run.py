@@ -16,6 +16,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from check_service.files import find_target
 from exporter.pipeline.artifacts import UnsafePathError, load_model, save_model
 from onnxlens.cli import main
 from tests.conftest import FIXTURES, REPO
@@ -62,9 +63,9 @@ def test_a_model_that_could_not_be_finished_is_not_saved(session, tmp_path, monk
 
     monkeypatch.setattr(torch_compat, "finish_model", fails)
     output = tmp_path / "convnet.onnx"
-    answer = run_job(session, JobRequest("save", str(FIXTURES / "clean" / "convnet.py"),
-                                         str(FIXTURES / "clean"), "ConvNet",
-                                         output=str(output)))
+    answer = run_job(session, JobRequest("save", find_target(FIXTURES / "clean" / "convnet.py",
+                                                     "ConvNet"),
+                                         str(FIXTURES / "clean"), output=str(output)))
     assert not answer.saved and answer.error == "the export failed; the file was not written"
     assert any(d.rule == "ONNX202" and "cannot convert to opset 20" in d.message
                for d in answer.diagnostics), answer.diagnostics
