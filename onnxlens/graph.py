@@ -7,6 +7,7 @@ and says where each node came from, without the viewer."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,11 +94,13 @@ def _graph(args: argparse.Namespace, directory: Path) -> int:
     except ViewerError as error:
         print(f"onnxlens: {error}", file=sys.stderr)
         return EXIT_ERRORS
-    with viewer:
+    # SIGTERM stops the viewer as Ctrl+C does from before the address is printed: whoever
+    # reads it may stop the command at once
+    with viewer, _stopped_by_sigterm() as stopped:
         _report(args, graph, nodes, url=viewer.url, kept=args.output_dir is not None)
         if not args.no_browser:
             viewer.open_in_browser()
-        _wait_for_interrupt()
+        _wait_for_interrupt(stopped)
     return EXIT_OK
 
 
@@ -130,15 +134,23 @@ def _report(args: argparse.Namespace, graph: GraphFiles, nodes: dict[str, Any],
         print("onnxlens: press Ctrl+C to stop it", flush=True)
 
 
-def _wait_for_interrupt() -> None:
-    """Until Ctrl+C or SIGTERM (a `graph` left in the background is stopped as one expects)."""
+@contextlib.contextmanager
+def _stopped_by_sigterm() -> Iterator[threading.Event]:
+    """An event SIGTERM sets while the block runs (a `graph` left in the background is stopped
+    as one expects)."""
     stopped = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        yield stopped
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _wait_for_interrupt(stopped: threading.Event) -> None:
+    """Until Ctrl+C or ``stopped``."""
     try:
         while not stopped.wait(0.5):
             pass
     except KeyboardInterrupt:
         pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     print(file=sys.stderr)

@@ -78,6 +78,26 @@ def test_no_graph_when_the_export_stops_before_translation_ends(tmp_path, capsys
 
 
 @needs_model_explorer
+def test_graph_stopped_as_soon_as_it_prints_stops_cleanly(tmp_path):
+    """SIGTERM sent the moment the report starts: the command ended by the signal itself
+    (status -15) when the signal came before its handler was installed, after the print."""
+    errors = (tmp_path / "stderr").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "onnxlens", "graph",
+         "examples/failing/double_precision.py::PreciseGelu", "--no-browser", "--format", "json"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=errors, text=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "{\n", (tmp_path / "stderr").read_text()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@needs_model_explorer
 def test_graph_serves_model_explorer_until_stopped(tmp_path):
     errors = (tmp_path / "stderr").open("w")  # a file: a full pipe would stop the command
     process = subprocess.Popen(
