@@ -18,7 +18,6 @@ closed (``onnxlens/graphClosed``). Other clients get the page in the browser
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import shutil
 import tempfile
@@ -35,8 +34,8 @@ from export_worker.graph_viewer import (
     start_viewer,
 )
 from export_worker.messages import GraphAnswer, JobDone, JobError, JobKind, JobOutcome, JobRequest
-from exporter.findings.positions import Range
-from exporter.reports.graph_view import GraphFiles
+from exporter.findings.positions import Location
+from exporter.reports.graph_view import GraphFiles, NodeSource, nodes_at, read_sidecar
 from exporter.source.targets import Target
 from lsp_server.convert import PositionConverter, path_of, path_uri
 from lsp_server.discovery import TargetDiscovery
@@ -77,30 +76,14 @@ class GraphHost(Protocol):
 
 @dataclass(frozen=True)
 class ShownGraph:
-    """A document's last graph: its files (in ``directory``) and the sidecar mapping."""
+    """A document's last graph: its files (in ``directory``) and where each node came from."""
 
     uri: str
     target: str
     directory: Path
     workspace: Path
     files: GraphFiles
-    nodes: dict[str, Any]  # exporter.reports.graph_view.sidecar
-
-
-def nodes_at(nodes: dict[str, Any], workspace: Path, path: Path, line: int) -> list[str]:
-    """The keys of the nodes ``path:line`` (1-based) produced, on the sidecar mapping, as
-    ``exporter.reports.graph_view.nodes_at`` orders them: first those whose own line it is,
-    then those it produced through a call (the call chain)."""
-    path = path.resolve()
-
-    def at(place: dict[str, Any]) -> bool:
-        return place["line"] <= line <= place["end_line"] \
-            and _absolute(place["path"], workspace) == path
-
-    own = [key for key, node in nodes.items() if at(node)]
-    called = [key for key, node in nodes.items()
-              if key not in own and any(at(caller) for caller in node.get("callers", []))]
-    return own + called
+    nodes: dict[str, NodeSource]  # exporter.reports.graph_view.read_sidecar
 
 
 def graph_payload(shown: ShownGraph, url: str, positions: PositionConverter) -> GraphShown:
@@ -110,10 +93,9 @@ def graph_payload(shown: ShownGraph, url: str, positions: PositionConverter) -> 
     files = shown.files
     return GraphShown(
         url, shown.uri, shown.target, files.graph_id, files.selected_node, files.selected_graph,
-        {key: GraphNode(node["graph_id"], node["node_id"], node["op_type"],
-                        _location(node, shown.workspace, positions),
-                        [_location(caller, shown.workspace, positions)
-                         for caller in node.get("callers", [])])
+        {key: GraphNode(node.graph_id, node.node_id, node.op_type,
+                        _location(node.location, positions),
+                        [_location(caller, positions) for caller in node.callers])
          for key, node in shown.nodes.items()})
 
 
@@ -180,10 +162,10 @@ class GraphViews:
         shown = self._shown.get(uri)
         if shown is None:
             return NodesAt(uri, None, [])
-        keys = nodes_at(shown.nodes, shown.workspace, path_of(uri), line)
+        keys = nodes_at(shown.nodes, path_of(uri), line)
         return NodesAt(uri, shown.target, [
-            NodeRef(key, shown.nodes[key]["node_id"], shown.nodes[key]["graph_id"],
-                    shown.nodes[key]["op_type"]) for key in keys], shown.files.graph_id)
+            NodeRef(key, shown.nodes[key].node_id, shown.nodes[key].graph_id,
+                    shown.nodes[key].op_type) for key in keys], shown.files.graph_id)
 
     def closed(self) -> None:
         """The client's panel closed: no more re-rendering."""
@@ -280,19 +262,13 @@ def _shown_graph(uri: str, target: Target, directory: Path, request: JobRequest,
         if errors:
             reason += f" ({errors[0].rule}: {errors[0].message})"
         return f"no graph of {target.name}: {reason}"
-    nodes = json.loads(Path(answer.graph.nodes).read_text(encoding="utf-8"))
-    return ShownGraph(uri, target.name, directory, Path(request.workspace), answer.graph, nodes)
+    workspace = Path(request.workspace)
+    nodes = read_sidecar(Path(answer.graph.nodes), workspace)
+    return ShownGraph(uri, target.name, directory, workspace, answer.graph, nodes)
 
 
-def _absolute(path: str, workspace: Path) -> Path:
-    return (workspace / path).resolve()  # an absolute `path` stays itself
-
-
-def _location(place: dict[str, Any], workspace: Path,
-              positions: PositionConverter) -> SourceLocation:
-    path = _absolute(place["path"], workspace)
-    range_ = positions.range(path, Range.of(place["line"], place["column"],
-                                            place["end_line"], place["end_column"]))
-    return SourceLocation(path_uri(path), SourceRange(
+def _location(location: Location, positions: PositionConverter) -> SourceLocation:
+    range_ = positions.range(location.path, location.range)
+    return SourceLocation(path_uri(location.path), SourceRange(
         Position(range_.start.line, range_.start.character),
         Position(range_.end.line, range_.end.character)))

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exporter.findings.diagnostics import Location
+from exporter.findings.positions import Range
 from exporter.findings.rules import Severity
 from exporter.reports.writing import write_text_atomically
 from exporter.source.traces import is_user_frame, map_frames, parse_stack_trace
@@ -170,10 +171,20 @@ def sidecar(sources: Mapping[str, NodeSource], workspace: Path) -> dict[str, Any
     """The mapping as plain JSON for the editor: node key → where it came from (paths relative
     to the workspace, 1-based lines and columns, the end column exclusive)."""
     return {key: {
-        "graph_id": source.graph_id, "node_id": source.node_id, "op_type": source.op_type,
-        **_position(source.location, workspace),
+        "graph_id": source.graph_id, "node_id": source.node_id, "name": source.name,
+        "op_type": source.op_type, **_position(source.location, workspace),
         "callers": [_position(caller, workspace) for caller in source.callers],
     } for key, source in sources.items()}
+
+
+def read_sidecar(path: Path, workspace: Path) -> dict[str, NodeSource]:
+    """The mapping a graph job wrote (``sidecar``), for the front ends: node key → its
+    ``NodeSource``, paths absolute again."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return {key: NodeSource(node["graph_id"], node["node_id"], node.get("name", node["node_id"]),
+                            node["op_type"], _location(node, workspace),
+                            tuple(_location(caller, workspace) for caller in node["callers"]))
+            for key, node in data.items()}
 
 
 def write_json(data: Mapping[str, Any], path: Path) -> None:
@@ -201,6 +212,13 @@ def _position(location: Location, workspace: Path) -> dict[str, Any]:
     start, end = location.range.start, location.range.end
     return {"path": shown, "line": start.line, "column": start.column,
             "end_line": end.line, "end_column": end.column}
+
+
+def _location(position: Mapping[str, Any], workspace: Path) -> Location:
+    """``_position`` read back (an absolute path stays itself)."""
+    return Location((workspace / position["path"]).resolve(),
+                    Range.of(position["line"], position["column"], position["end_line"],
+                             position["end_column"]))
 
 
 def _at(location: Location, path: Path, line: int) -> bool:

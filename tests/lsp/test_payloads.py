@@ -18,7 +18,7 @@ import pytest
 from export_worker.messages import JobDone, JobError, JobFailed, RunAnswer, SaveAnswer
 from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.positions import Range
-from exporter.reports.graph_view import GraphFiles
+from exporter.reports.graph_view import GraphFiles, NodeSource
 from lsp_server.commands import _job_answer
 from lsp_server.convert import PositionConverter
 from lsp_server.graphs import ShownGraph, graph_payload
@@ -48,14 +48,12 @@ LINES = {MODEL: ("import torch", "", "", "class Model(torch.nn.Module):",
 
 
 def _graph() -> Any:
-    sidecar = {"erf_1": {"graph_id": "main", "node_id": "node_Erf_1", "op_type": "Erf",
-                         "path": "model.py", "line": 7, "column": 16, "end_line": 7,
-                         "end_column": 28,
-                         "callers": [{"path": "model.py", "line": 6, "column": 13,
-                                      "end_line": 6, "end_column": 32}]}}
+    erf = NodeSource("main", "node_Erf_1", "node_Erf_1", "Erf",
+                     Location(MODEL, Range.of(7, 16, 7, 28)),
+                     (Location(MODEL, Range.of(6, 13, 6, 32)),))
     files = GraphFiles("/tmp/g/model.onnx", "/tmp/g/nodes.json", ["/tmp/g/marks.json"], "main",
                        selected_node="node_Erf_1")
-    shown = ShownGraph(MODEL.as_uri(), "Model", Path("/tmp/g"), WORKSPACE, files, sidecar)
+    shown = ShownGraph(MODEL.as_uri(), "Model", Path("/tmp/g"), WORKSPACE, files, {"erf_1": erf})
     positions = PositionConverter("utf-16", lambda path: LINES.get(path, ()))
     return to_json(graph_payload(shown, "http://127.0.0.1:8081/?token=t", positions))
 

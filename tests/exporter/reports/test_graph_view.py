@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
@@ -21,6 +22,7 @@ from exporter.reports.graph_view import (
     marks_overlay,
     node_sources,
     nodes_at,
+    read_sidecar,
     sidecar,
     write_json,
 )
@@ -82,7 +84,8 @@ def test_the_sidecar_and_the_overlays_of_an_exported_model(mlp, tmp_path):
     (concat,) = [key for key, source in sources.items() if source.op_type == "Concat"]
     entry = sidecar(sources, REPO)[concat]
     text = MLP.read_text().splitlines()[line_of(MLP, "torch.cat(") - 1]
-    assert entry == {"graph_id": "main_graph", "node_id": concat, "op_type": "Concat",
+    assert entry == {"graph_id": "main_graph", "node_id": concat, "name": concat,
+                     "op_type": "Concat",
                      "path": "examples/mlp.py", "line": line_of(MLP, "torch.cat("),
                      "column": text.index("torch.cat(") + 1, "end_line": entry["line"],
                      "end_column": len(text.rstrip()) + 1,
@@ -210,6 +213,25 @@ def test_a_call_line_gives_the_nodes_its_callee_produced(synthetic):
     assert sidecar(sources, user.parent)["node_relu"]["callers"] == [
         {"path": "model.py", "line": call_line, "column": column, "end_line": call_line,
          "end_column": column + len("helper(x)")}]
+
+
+
+def test_the_front_ends_read_back_what_the_job_wrote(synthetic, tmp_path):
+    """The sidecar is how the worker hands the mapping to the front ends: read back, each node
+    is its ``NodeSource`` (ids, ONNX name in a branch, callers), paths absolute again."""
+    model, user = synthetic
+    sources = node_sources(model, user.parent)
+    write_json(sidecar(sources, user.parent), tmp_path / "nodes.json")
+    read = read_sidecar(tmp_path / "nodes.json", user.parent)
+    resolved = {key: replace(source, location=replace(source.location,
+                                                      path=source.location.path.resolve()),
+                             callers=tuple(replace(c, path=c.path.resolve())
+                                           for c in source.callers))
+                for key, source in sources.items()}
+    assert read == resolved
+    assert read["node_cond/then_branch/node_sin"].name == "node_sin"
+    assert sorted(nodes_at(read, user, line_of(user, "= helper(x)"))) == [
+        "[function]pkg.custom::f/node_mul", "node_relu"]
 
 
 def test_the_main_graph_id_without_a_name():
