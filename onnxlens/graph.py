@@ -17,7 +17,6 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from export_worker.graph_viewer import ViewerError, missing_packages, missing_packages_message
 from export_worker.messages import GraphAnswer
@@ -25,11 +24,14 @@ from exporter.reports.graph_view import (
     GRAPH_FILES,
     MARKER_FILE,
     GraphFiles,
+    NodeSource,
     is_graph_directory,
+    read_sidecar,
+    sidecar,
 )
 from exporter.reports.render import display_path, format_diagnostic, printable
 from onnxlens.messages import EXIT_ERRORS, EXIT_OK, UsageError
-from onnxlens.save_and_run import single_job
+from onnxlens.save_and_run import resolve_target, single_job
 
 
 def graph_command(args: argparse.Namespace) -> int:
@@ -82,9 +84,10 @@ def _graph(args: argparse.Namespace, directory: Path) -> int:
         print(f"onnxlens: no graph of {args.target}: {end.reason}", file=sys.stderr)
         return EXIT_ERRORS
     graph = answer.graph
-    nodes: dict[str, Any] = json.loads(Path(graph.nodes).read_text(encoding="utf-8"))
+    workspace = resolve_target(args.target, args.root)[2]
+    nodes = read_sidecar(Path(graph.nodes), workspace)
     if args.no_serve:
-        _report(args, graph, nodes, url=None, kept=args.output_dir is not None)
+        _report(args, graph, nodes, workspace, url=None, kept=args.output_dir is not None)
         return EXIT_OK
     from export_worker.graph_viewer import start_viewer
 
@@ -97,22 +100,24 @@ def _graph(args: argparse.Namespace, directory: Path) -> int:
     # SIGTERM stops the viewer as Ctrl+C does from before the address is printed: whoever
     # reads it may stop the command at once
     with viewer, _stopped_by_sigterm() as stopped:
-        _report(args, graph, nodes, url=viewer.url, kept=args.output_dir is not None)
+        _report(args, graph, nodes, workspace, url=viewer.url,
+                kept=args.output_dir is not None)
         if not args.no_browser:
             viewer.open_in_browser()
         _wait_for_interrupt(stopped)
     return EXIT_OK
 
 
-def _report(args: argparse.Namespace, graph: GraphFiles, nodes: dict[str, Any],
-            url: str | None, kept: bool) -> None:
+def _report(args: argparse.Namespace, graph: GraphFiles, nodes: dict[str, NodeSource],
+            workspace: Path, url: str | None, kept: bool) -> None:
     """Where the selected node came from, the files kept and the viewer's address; JSON: the
-    whole mapping too."""
+    whole mapping too (``nodes.json``, paths relative to the workspace)."""
     if args.format == "json":
         print(json.dumps({"target": args.target, "url": url, "model": graph.model,
                           "node_data": graph.node_data, "graph_id": graph.graph_id,
                           "selected_node": graph.selected_node,
-                          "selected_graph": graph.selected_graph, "nodes": nodes}, indent=2),
+                          "selected_graph": graph.selected_graph,
+                          "nodes": sidecar(nodes, workspace)}, indent=2),
               flush=True)
         return
     print(f"onnxlens: graph of {args.target}: {len(nodes)} node(s) mapped to source lines",
@@ -121,7 +126,8 @@ def _report(args: argparse.Namespace, graph: GraphFiles, nodes: dict[str, Any],
         key = graph.selected_node if graph.selected_graph is None \
             else f"{graph.selected_graph}/{graph.selected_node}"
         where = nodes.get(key)
-        line = f" ({where['op_type']}) at {where['path']}:{where['line']}:{where['column']}" \
+        line = f" ({where.op_type}) at {display_path(where.location.path)}:" \
+            f"{where.location.range.start.line}:{where.location.range.start.column}" \
             if where else ""
         print(f"onnxlens: selected node {printable(graph.selected_node)}{line}", flush=True)
     if kept:
