@@ -34,7 +34,7 @@ from export_worker.messages import (
     decode,
     encode,
 )
-from export_worker.process_tree import kill_tree
+from export_worker.process_tree import kill_tree, tree_cpu_seconds
 from exporter.findings.result import CheckResult
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,9 @@ _STREAM_LIMIT = 64 * 1024 * 1024  # results of big models are long JSON lines
 #: before it is taken for hung (stopped, or stuck in native code) and replaced
 HEARTBEAT_SECONDS = 5.0
 LIVENESS_SECONDS = float(os.environ.get("ONNXLENS_WORKER_LIVENESS_SECONDS", "20"))
+#: how long a worker that does not answer but works (its processes use CPU: importing the
+#: packages its jobs used ahead, on a loaded machine) is waited for before it is replaced
+BUSY_LIMIT_SECONDS = 300.0
 #: past a job's own timeout, how long the client waits for the worker to report it
 DEADLINE_GRACE_SECONDS = 30.0
 
@@ -234,17 +237,28 @@ class WorkerClient:
         its jobs are run again by a new one."""
         with contextlib.suppress(Exception):
             await self.wait_ready()
+        busy_since: float | None = None  # no answer, but working
         while process is self.process and process.returncode is None:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             if process is not self.process or process.returncode is not None:
                 return
-            if await self._query(process, LIVENESS_SECONDS) is None and \
-                    process.returncode is None:
-                self._lost_reason = (f"the export worker did not answer for "
-                                     f"{LIVENESS_SECONDS:g} s and was replaced")
-                log.warning("%s (pid %s)", self._lost_reason, process.pid)
-                _kill_tree(process.pid)
-                return
+            cpu_before = tree_cpu_seconds(process.pid)
+            if await self._query(process, LIVENESS_SECONDS) is not None \
+                    or process.returncode is not None:
+                busy_since = None
+                continue
+            now = asyncio.get_running_loop().time()
+            if _worked(process.pid, cpu_before) and \
+                    now - (busy_since or now) < BUSY_LIMIT_SECONDS:
+                busy_since = busy_since or now - LIVENESS_SECONDS
+                log.info("the export worker (pid %s) is busy: no answer for %.0f s, but it "
+                         "works", process.pid, now - busy_since)
+                continue
+            self._lost_reason = (f"the export worker did not answer for "
+                                 f"{LIVENESS_SECONDS:g} s and was replaced")
+            log.warning("%s (pid %s)", self._lost_reason, process.pid)
+            _kill_tree(process.pid)
+            return
 
     async def _query(self, process: asyncio.subprocess.Process,
                      timeout: float) -> WorkerStatus | None:
@@ -372,3 +386,10 @@ def _kill_tree(pid: int) -> None:
     jobs would die with it (PR_SET_PDEATHSIG in export_worker.process), not what they
     started."""
     kill_tree(pid)
+
+
+def _worked(pid: int, cpu_before: float | None) -> bool:
+    """Whether ``pid``'s processes used CPU since ``cpu_before`` (a stopped or blocked worker
+    uses none; a worker importing ahead on a loaded machine does)."""
+    cpu_now = tree_cpu_seconds(pid)
+    return cpu_before is not None and cpu_now is not None and cpu_now > cpu_before + 0.05

@@ -59,6 +59,26 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def tree_cpu_seconds(pid: int) -> float | None:
+    """The CPU time ``pid`` and the processes below it have used so far: each one's own and
+    that of the children it reaped (/proc/PID/stat's utime, stime, cutime and cstime), so the
+    sum does not drop when a child ends; None when ``pid`` cannot be read (gone, no /proc)."""
+    total = 0.0
+    for index, process in enumerate([pid, *descendants(pid)]):
+        try:
+            with open(f"/proc/{process}/stat", "rb") as handle:
+                # the fields after the command's closing parenthesis: utime is the 14th
+                fields = handle.read().rpartition(b")")[2].split()
+            total += sum(int(field) for field in fields[11:15]) / _CLOCK_TICKS
+        except (OSError, ValueError, IndexError):
+            if index == 0:
+                return None
+    return total
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
 def kill_tree(pid: int) -> None:
     """SIGKILL ``pid`` and everything below it (read just before, so that no pid read long
     ago is signalled)."""
