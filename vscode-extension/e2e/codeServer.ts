@@ -72,11 +72,14 @@ const USER_SETTINGS = {
 /**
  * Start code-server on a copy of `source` (so fixes applied by tests never touch the repo).
  * `prepare` may set up files in the test's home directory and returns more user settings.
+ * `workspaceFile`: open this `.code-workspace` of the copy (a multi-root workspace) instead of
+ * the copy as a folder.
  */
 export async function startCodeServer(
   source: string,
   extraSettings: Record<string, unknown> = {},
   prepare: (home: string) => Record<string, unknown> = () => ({}),
+  workspaceFile?: string,
 ): Promise<CodeServer> {
   const home = mkdtempSync(path.join(os.tmpdir(), "onnxlens-e2e-"));
   const preparedSettings = prepare(home);
@@ -103,7 +106,10 @@ export async function startCodeServer(
   const log: string[] = [];
   child.stdout?.on("data", (chunk) => log.push(String(chunk)));
   child.stderr?.on("data", (chunk) => log.push(String(chunk)));
-  const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
+  // a folder, or a multi-root workspace: the `.code-workspace` file in the copy that names its folders
+  const url = workspaceFile === undefined
+    ? `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`
+    : `http://127.0.0.1:${port}/?workspace=${encodeURIComponent(path.join(workspace, workspaceFile))}`;
   const deadline = Date.now() + 60000;
   for (;;) {
     try {

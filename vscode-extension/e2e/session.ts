@@ -13,17 +13,19 @@ export interface Session {
 
 /**
  * Registers the spec's beforeAll/afterAll; the returned object is filled in by beforeAll.
- * The workspace is a copy of `source` (default: the repository's examples), with `settings`.
+ * The workspace is a copy of `source` (default: the repository's examples), with `settings`;
+ * `workspaceFile`: a `.code-workspace` in it to open as a multi-root workspace.
  */
 export function vscodeSession(
   trust: boolean,
   prepare?: (home: string) => Record<string, unknown>,
   source: string = path.join(REPO, "examples"),
   settings: Record<string, unknown> = {},
+  workspaceFile?: string,
 ): Session {
   const session = {} as Session;
   test.beforeAll(async ({ browser }) => {
-    session.server = await startCodeServer(source, settings, prepare);
+    session.server = await startCodeServer(source, settings, prepare, workspaceFile);
     session.page = await browser.newPage();
     await openWorkbench(session.page, session.server.url, trust);
   });

@@ -19,7 +19,7 @@ import { describeChoice, InterpreterChoice } from "./interpreter";
 import type { ServerState } from "./payloads";
 import { InstallPlan, judgeProbe, ProbeResult } from "./probe";
 import { installPackages, onPythonEnvironmentChange, probeInterpreter, resolveInterpreter } from "./python";
-import { configurationChange, serverSettings } from "./settings";
+import { configurationChange, serverSettings, setByUser } from "./settings";
 import { ProblemCount, SHOW_OUTPUT, ServerPhase, StatusInputs, StatusSeverity, statusView } from "./status";
 
 class OnnxLens {
@@ -77,7 +77,7 @@ class OnnxLens {
       return;
     }
     const folder = vscode.workspace.workspaceFolders?.[0];
-    const settings = serverSettings((key) => vscode.workspace.getConfiguration("onnxlens", folder?.uri).get(key));
+    const settings = serverSettings((key) => setByUser(vscode.workspace.getConfiguration("onnxlens", folder?.uri).inspect(key)));
     this.output.info("The onnxlens settings changed: the server reads them again");
     await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { onnxlens: settings } });
   }
@@ -147,7 +147,7 @@ class OnnxLens {
       initializationOptions: {
         trusted: vscode.workspace.isTrusted,
         graphPanel: true, // graphs open in our panel (graphPanel.ts), not in the browser
-        settings: serverSettings((key) => vscode.workspace.getConfiguration("onnxlens", folder?.uri).get(key)),
+        settings: serverSettings((key) => setByUser(vscode.workspace.getConfiguration("onnxlens", folder?.uri).inspect(key))),
       },
       middleware: {
         executeCommand,
@@ -163,7 +163,7 @@ class OnnxLens {
                 return answers[index];
               }
               const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder?.uri;
-              return serverSettings((key) => vscode.workspace.getConfiguration("onnxlens", scope).get(key));
+              return serverSettings((key) => setByUser(vscode.workspace.getConfiguration("onnxlens", scope).inspect(key)));
             });
           },
         },

@@ -31,6 +31,23 @@ export const CLIENT_SETTINGS = ["interpreter"] as const;
 /** `get(key)` of a `WorkspaceConfiguration` for the `onnxlens` section. */
 export type SettingReader = (key: string) => unknown;
 
+/** What `WorkspaceConfiguration.inspect(key)` tells of a setting (its default aside). */
+export interface InspectedSetting {
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/**
+ * The value the user set, the most specific scope first (a folder's, the workspace's, the
+ * user's); undefined where only the extension's declared default applies. Not
+ * `WorkspaceConfiguration.get`, which answers with package.json's default: `ignore: []` sent
+ * as a setting overrode a folder's `[tool.onnxlens] ignore`.
+ */
+export function setByUser(inspected: InspectedSetting | undefined): unknown {
+  return inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
+}
+
 /**
  * The server's settings object: camelCase keys as the server expects them, `sarif` nested.
  * Unset values (`undefined`) are left out so the server's own defaults and the workspace's

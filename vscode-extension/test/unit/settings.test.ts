@@ -1,10 +1,24 @@
 import { expect, test } from "@playwright/test";
 import manifest from "../../package.json";
-import { configurationChange, SERVER_SETTINGS, serverSettings } from "../../src/settings";
+import { configurationChange, SERVER_SETTINGS, serverSettings, setByUser } from "../../src/settings";
 
 /** The setting keys the server accepts (exporter/config/options.py), as the server names them. */
 const SERVER_KEYS = ["trigger", "debounceMs", "timeoutSeconds", "memoryLimitMB", "atol", "rtol", "opset",
   "sarif", "logLevel", "select", "ignore"];
+
+test.describe("setByUser", () => {
+  test("is undefined where only the declared default applies, so pyproject.toml's settings apply", () => {
+    expect(setByUser(undefined)).toBeUndefined();
+    expect(setByUser({})).toBeUndefined(); // inspect() of a setting nobody set: its default aside
+  });
+
+  test("takes the most specific scope the user set, a value equal to the default included", () => {
+    expect(setByUser({ globalValue: ["ONNX1"] })).toEqual(["ONNX1"]);
+    expect(setByUser({ globalValue: ["ONNX1"], workspaceValue: ["ONNX2"] })).toEqual(["ONNX2"]);
+    expect(setByUser({ globalValue: 30, workspaceValue: 40, workspaceFolderValue: 50 })).toBe(50);
+    expect(setByUser({ workspaceFolderValue: [] })).toEqual([]); // set to the default on purpose
+  });
+});
 
 test.describe("serverSettings", () => {
   test("passes every server setting through under the server's names, sarif nested", () => {
