@@ -3,12 +3,14 @@ failing node selected and labelled (docs/graph.md); ``onnxlens save --strip-sour
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
@@ -77,34 +79,39 @@ def test_no_graph_when_the_export_stops_before_translation_ends(tmp_path, capsys
     assert "onnxlens: no graph of" in err and "before there was an ONNX graph" in err
 
 
-@needs_model_explorer
-def test_graph_stopped_as_soon_as_it_prints_stops_cleanly(tmp_path):
-    """SIGTERM sent the moment the report starts: the command ended by the signal itself
-    (status -15) when the signal came before its handler was installed, after the print."""
-    errors = (tmp_path / "stderr").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "onnxlens", "graph",
-         "examples/failing/double_precision.py::PreciseGelu", "--no-browser", "--format", "json"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=errors, text=True)
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline() == "{\n", (tmp_path / "stderr").read_text()
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-
-
-@needs_model_explorer
-def test_graph_serves_model_explorer_until_stopped(tmp_path):
+@contextlib.contextmanager
+def _graph_serving(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """``onnxlens graph`` serving the double-precision example (JSON report on stdout), killed
+    at the end if still running."""
     errors = (tmp_path / "stderr").open("w")  # a file: a full pipe would stop the command
     process = subprocess.Popen(
         [sys.executable, "-m", "onnxlens", "graph",
          "examples/failing/double_precision.py::PreciseGelu", "--no-browser", "--format", "json"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=errors, text=True)
     try:
+        assert process.stdout is not None
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        errors.close()
+
+
+@needs_model_explorer
+def test_graph_stopped_as_soon_as_it_prints_stops_cleanly(tmp_path):
+    """SIGTERM sent the moment the report starts: the command ended by the signal itself
+    (status -15) when the signal came before its handler was installed, after the print."""
+    with _graph_serving(tmp_path) as process:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "{\n", (tmp_path / "stderr").read_text()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0
+
+
+@needs_model_explorer
+def test_graph_serves_model_explorer_until_stopped(tmp_path):
+    with _graph_serving(tmp_path) as process:
         assert process.stdout is not None
         printed = ""
         for line in process.stdout:  # the JSON report, printed once the viewer answers
@@ -119,11 +126,6 @@ def test_graph_serves_model_explorer_until_stopped(tmp_path):
             assert page.status == 200
         process.send_signal(signal.SIGTERM)
         assert process.wait(20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        errors.close()
     port = int(re.search(r":(\d+)/", url)[1])  # type: ignore[index]
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/check_health", timeout=2)
