@@ -1,8 +1,9 @@
 """How a truth process starts: forked from a warm parent (the default), which spares every
 target the seconds it takes to import the export toolchain, or a fresh interpreter.
 
-``python -m tests.corpus.truth_process`` imports torch, onnx, onnxscript and onnxruntime once (and
-nothing else runs in it), then forks one child per request; the child runs
+``python -m tests.corpus.truth_process`` imports torch, onnx, onnxscript, onnxruntime and the
+modules the exporter imports on its first call once (``PRELOAD``; nothing else runs in it),
+then forks one child per request; the child runs
 ``python -m tests.corpus.truth``'s ``main`` exactly as a fresh interpreter started by
 :func:`tests.corpus.truth.run_truth` would: the same working directory, environment and
 ``sys.path``, its own standard streams (files), its own session and process group (a timeout
@@ -32,8 +33,14 @@ from typing import IO, Any
 
 from tests.corpus.common import PYTHON, REPO, child_env
 
-#: what every truth process imports before it reads its target (``tests/corpus/truth.py``)
-PRELOAD = ("numpy", "torch", "torch.onnx", "onnx", "onnxscript", "onnxruntime")
+#: what every truth process imports before it reads its target (``tests/corpus/truth.py``):
+#: the toolchain, and the modules ``torch.onnx.export`` imports on its first call (the
+#: exporter's core, ``torch.export``'s tracer, dynamo, onnxscript's ATen library: ≈1.2 s of
+#: a tiny model's 2 s first export, every target's). Imports only; a module a torch does not
+#: have is skipped, and the child's export imports what it needs, as a fresh process's would.
+PRELOAD = ("numpy", "torch", "torch.onnx", "onnx", "onnxscript", "onnxruntime",
+           "torch.onnx._internal.exporter._core", "torch.export._trace", "torch._dynamo",
+           "onnxscript.function_libs.torch_lib.ops")
 SWITCH = "ONNXLENS_CORPUS_FORK"
 
 
