@@ -22,17 +22,23 @@ from exporter.source.text import Sources, decoding_problem, read_source
 def _quiet_torch_logs() -> None:
     """torch logs graph dumps and tracebacks to stderr while exporting; we report instead.
 
-    Only the stream handlers are silenced: draft export collects its findings through
+    Only the console handlers are silenced: draft export collects its findings through
     torch's (structured) loggers, so their levels must stay as they are.
     """
     for name in ["", *logging.root.manager.loggerDict]:
         if name and not name.startswith(("torch", "onnxscript", "onnx_ir")):
             continue
         for handler in logging.getLogger(name).handlers:
-            if isinstance(handler, logging.StreamHandler) and not isinstance(
-                handler, logging.FileHandler
-            ):
+            if _writes_to_the_console(handler):
                 handler.setLevel(logging.CRITICAL)
+
+
+def _writes_to_the_console(handler: logging.Handler) -> bool:
+    """A stream handler that is no file's, or one with a ``stream`` of its own: torch 2.15's
+    ``_StderrHandler`` derives from ``logging.Handler`` and follows ``sys.stderr``."""
+    if isinstance(handler, logging.FileHandler):
+        return False
+    return isinstance(handler, logging.StreamHandler) or hasattr(type(handler), "stream")
 
 
 class ExportSession:
