@@ -3,9 +3,11 @@ say little where more processes than cores share them).
 
 ``ONNXLENS_TEST_CPU=DIR`` (scripts/test.sh sets it under ``ONNXLENS_TEST_REPORTS``): each
 pytest process appends one line per test to ``DIR/cpu-<pid>.tsv``: the test id and the CPU
-seconds its setup, call and teardown used, the process's own and that of the processes it
-started and reaped (workers, servers, exports, installs; a module's server is reaped at the
-module's last teardown). ``python -m tests.cpu_usage DIR`` prints the totals by module.
+seconds its setup, call and teardown used, the process's own and that of every process below
+it, ended or still running (workers, servers, exports, installs; a module's language server
+and the corpus's warm truth parent, which live across tests, are counted in the tests during
+which they work, not at their end or never). ``python -m tests.cpu_usage DIR`` prints the
+totals by module.
 """
 
 from __future__ import annotations
@@ -20,8 +22,14 @@ ENVIRONMENT_VARIABLE = "ONNXLENS_TEST_CPU"
 
 
 def cpu_seconds() -> float:
-    """This process's CPU time and that of its reaped children."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
+    """The CPU time of this process and of every process below it: those it reaped, and
+    those still running with what they reaped (export_worker.process_tree)."""
+    from export_worker.process_tree import tree_cpu_seconds
+
+    tree = tree_cpu_seconds(os.getpid())
+    if tree is not None:
+        return tree
+    own = resource.getrusage(resource.RUSAGE_SELF)  # no /proc: the ended children only
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
