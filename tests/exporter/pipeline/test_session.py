@@ -3,8 +3,10 @@ through the public torch.onnx API when the private one is unavailable."""
 
 from __future__ import annotations
 
+import logging
 import textwrap
 
+import pytest
 import torch
 
 from exporter.pipeline.session import ExportSession
@@ -50,6 +52,21 @@ def test_custom_translation_table_does_not_leak_into_the_shared_registry(session
     assert custom is not base
     assert custom.is_registered(torch.ops.aten.special_i0.default)
     assert not base.is_registered(torch.ops.aten.special_i0.default)
+
+
+#: loggers of several parts of torch that write to the console while a check exports
+TORCH_LOGGERS = ("torch.onnx", "torch._dynamo", "torch.export",
+                 "torch.fx.experimental.symbolic_shapes", "torch._subclasses.fake_tensor")
+
+
+@pytest.mark.parametrize("name", TORCH_LOGGERS)
+def test_a_session_keeps_torchs_log_lines_off_the_console(session, capfd, name):
+    """torch's console handlers are silenced, whatever their class (torch 2.15's is no
+    logging.StreamHandler); the records still reach the loggers (draft export reads them)."""
+    capfd.readouterr()
+    logging.getLogger(name).warning("a torch warning that onnxlens reports otherwise")
+    out, err = capfd.readouterr()
+    assert "a torch warning" not in out + err
 
 
 def test_every_capability_works_on_this_torch():
