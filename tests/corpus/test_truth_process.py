@@ -2,7 +2,7 @@
 it must not change a truth: forked or started in a fresh interpreter, every target of a sample
 (models that write to their standard streams or fail to build, examples, ExportDB
 examples) gets the same verdict; and either way a target past its timeout is killed together
-with what it started."""
+with what it started, and nothing it wrote under the temporary directory stays."""
 
 from __future__ import annotations
 
@@ -66,7 +66,9 @@ def test_forked_and_fresh_truths_agree(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 HANGS = '''
+import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,6 +81,8 @@ class Hangs(torch.nn.Module):
         super().__init__()
         child = subprocess.Popen(["sleep", "300"])
         Path(__file__).with_name("child.pid").write_text(str(child.pid))
+        Path(__file__).with_name("cwd").write_text(os.getcwd())
+        Path(__file__).with_name("temporary").write_text(tempfile.mkdtemp())
         time.sleep(300)
 
     def forward(self, x):
@@ -100,3 +104,7 @@ def test_a_target_past_its_timeout_is_killed(tmp_path: Path, monkeypatch: pytest
     while process_exists(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not process_exists(child)
+    # nor does what it wrote stay: its working directory and its temporary files are gone
+    for written in ("cwd", "temporary"):
+        left = Path((tmp_path / written).read_text())
+        assert left.is_absolute() and not left.exists(), written

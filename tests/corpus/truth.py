@@ -714,7 +714,9 @@ def _saved_if_huge(program: Any, proto: Any) -> str | None:
         pass
     import tempfile
 
-    directory = tempfile.mkdtemp(prefix="truth-")  # the process ends after one target
+    # the process ends after one target; its temporary directory goes with it
+    # (tests/corpus/truth_process.py)
+    directory = tempfile.mkdtemp(prefix="truth-")
     path = str(Path(directory) / "model.onnx")
     program.save(path, external_data=True)
     return path

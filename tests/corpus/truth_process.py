@@ -112,6 +112,7 @@ def _child(main: Any, request: dict[str, Any]) -> None:
             os.dup2(target, fd)
             os.close(target)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.environ["TMPDIR"] = tempfile.tempdir = request["tmpdir"]
         python_path = request.get("python_path") or []
         if python_path:  # where a fresh interpreter puts PYTHONPATH: after its first entry
             os.environ["PYTHONPATH"] = _python_path(python_path)
@@ -168,27 +169,28 @@ class _Forker:
                                    "a fresh interpreter")
             return value
 
-    def run(self, argv: list[str], timeout: float, python_path: list[str]) -> Finished:
-        with tempfile.TemporaryDirectory(prefix="onnxlens-truth-") as scratch:
-            out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
-            with self.lock:
-                request_id = self.next_id
-                self.next_id += 1
-                assert self.process.stdin is not None
-                self.process.stdin.write(json.dumps({"id": request_id, "argv": argv,
-                                                     "stdout": str(out), "stderr": str(err),
-                                                     "python_path": python_path}) + "\n")
-                self.process.stdin.flush()
-            pid = self._wait(request_id, "pid", None)
-            code = self._wait(request_id, "exit", timeout)
-            killed = code is None
-            if killed:
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self._wait(request_id, "exit", None)
-            return Finished(None if killed else code, _read(out), _read(err))
+    def run(self, argv: list[str], timeout: float, python_path: list[str],
+            scratch: Path) -> Finished:
+        out, err = scratch / "stdout", scratch / "stderr"
+        with self.lock:
+            request_id = self.next_id
+            self.next_id += 1
+            assert self.process.stdin is not None
+            self.process.stdin.write(json.dumps({"id": request_id, "argv": argv,
+                                                 "stdout": str(out), "stderr": str(err),
+                                                 "tmpdir": str(scratch / "tmp"),
+                                                 "python_path": python_path}) + "\n")
+            self.process.stdin.flush()
+        pid = self._wait(request_id, "pid", None)
+        code = self._wait(request_id, "exit", timeout)
+        killed = code is None
+        if killed:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._wait(request_id, "exit", None)
+        return Finished(None if killed else code, _read(out), _read(err))
 
 
 def _read(path: Path) -> str:
@@ -208,21 +210,27 @@ def run_truth_process(argv: list[str], timeout: float,
     """``python -m tests.corpus.truth ARGV``: forked from the warm parent, or (switched off) in
     a fresh interpreter; ``python_path``: directories ahead on its ``PYTHONPATH`` (the
     "installed" packages of generated variants)."""
-    if not enabled():
-        return _run_fresh(argv, timeout, python_path or [])
-    global _forker
-    with _forker_lock:
-        if _forker is None or _forker.process.poll() is not None:
-            _forker = _Forker()
-        forker = _forker
-    return forker.run(argv, timeout, python_path or [])
+    with tempfile.TemporaryDirectory(prefix="onnxlens-truth-") as scratch:
+        # the process's temporary files (its working directory, a huge model saved beside
+        # it) go under its scratch, removed here when it ended, also when it was killed
+        (Path(scratch) / "tmp").mkdir()
+        if not enabled():
+            return _run_fresh(argv, timeout, python_path or [], Path(scratch) / "tmp")
+        global _forker
+        with _forker_lock:
+            if _forker is None or _forker.process.poll() is not None:
+                _forker = _Forker()
+            forker = _forker
+        return forker.run(argv, timeout, python_path or [], Path(scratch))
 
 
-def _run_fresh(argv: list[str], timeout: float, python_path: list[str]) -> Finished:
+def _run_fresh(argv: list[str], timeout: float, python_path: list[str],
+               tmpdir: Path) -> Finished:
     """A fresh interpreter, in a session of its own as a forked child is (a timeout kills what
     the model started too)."""
     command = [str(PYTHON), "-m", "tests.corpus.truth", *argv]
-    env = child_env({"PYTHONPATH": _python_path(python_path)} if python_path else None)
+    env = child_env({"TMPDIR": str(tmpdir),
+                     **({"PYTHONPATH": _python_path(python_path)} if python_path else {})})
     with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, start_new_session=True) as process:
         try:
