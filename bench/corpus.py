@@ -3,9 +3,12 @@
 the plain exporter's own work for it, in the same run, on each tested torch. Never pass/fail.
 
 * **onnxlens**: one ``onnxlens check --format json --fix-budget 0 --jobs 1`` over every file;
-  a target's time is the sum of its stage times (what it spent in the worker, no import).
+  a target's time is the sum of its stage times after ``load`` (what it spent in the worker
+  once the model was built: the plain side's timing starts with a built model too; ``load``,
+  which also runs the eager forward the comparisons need, is printed beside it).
 * **plain**: ``torch.onnx.export(..., dynamo=True)`` + an ONNX Runtime session + one run, in
-  one warm process (``bench/baseline.py``): each target exported once untimed, then timed.
+  a fork of one warm process (``bench/baseline.py``): each target exported once untimed, then
+  timed; a failing one, how long it took to fail.
 
 It prints the distribution of the ratio onnxlens/plain over the targets both exported
 (median, p90, max) and every target above 1.0 with where its time went (its stage times).
@@ -17,6 +20,7 @@ It prints the distribution of the ratio onnxlens/plain over the targets both exp
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -45,10 +49,16 @@ class TargetTimes:
     lens_ok: bool = False
     plain_seconds: float | None = None  # None: the plain export failed
     plain_error: str = ""
+    plain_failed_seconds: float | None = None  # how long the plain export took to fail
+
+    @property
+    def fails_in_both(self) -> bool:
+        return bool(self.stages) and not self.lens_ok and self.plain_failed_seconds is not None
 
     @property
     def lens_seconds(self) -> float:
-        return sum(self.stages.values())
+        """After ``load``: the plain side's timing starts with a built model too."""
+        return sum(seconds for name, seconds in self.stages.items() if name != "load")
 
     @property
     def ratio(self) -> float | None:
@@ -98,23 +108,70 @@ def _onnxlens_times(found: dict[tuple[str, str], TargetTimes], files: list[Path]
             times.lens_ok = target["ok"]
 
 
+@dataclass
+class PlainTimes:
+    """The plain exporter on one target, as a forked child reports it."""
+
+    seconds: float | None = None
+    failed_seconds: float | None = None
+    error: str = ""
+
+
 def _plain_times(found: dict[tuple[str, str], TargetTimes]) -> None:
-    """Each target in this process, which imports torch once: a warm-up export, then the
-    timed one (the target's model and inputs built by the pragma, not timed)."""
+    """Each target in a fork of this process, which imports torch and the exporter once: a
+    warm-up export, then the timed one (the target's model and inputs built by the pragma, not
+    timed). A fork each, so that a target whose export brings the process down (torch 2.15.0
+    aborted in native code on hf.mimi_encoder's second export, after another target's failed
+    one) is a row, not the end of the run."""
     import warnings
 
-    from bench.baseline import export_and_run, load
+    import onnxruntime  # noqa: F401 - imported once, before the forks
+    import torch.onnx  # noqa: F401
 
     warnings.simplefilter("ignore")
     for (path, name), times in found.items():
-        try:
-            loaded = load(f"{path}::{name}")
-            export_and_run(*loaded)
-            times.plain_seconds = export_and_run(*loaded)
-        except Exception as error:  # a failing export is a row, not the end of the run
-            times.plain_error = traceback.format_exception_only(type(error), error)[-1].strip()
+        plain = _in_fork(f"{path}::{name}")
+        times.plain_seconds, times.plain_failed_seconds = plain.seconds, plain.failed_seconds
+        times.plain_error = plain.error
         print(f"plain {times.file}::{name}: {times.plain_seconds or times.plain_error}",
               file=sys.stderr)
+
+
+def _in_fork(spec: str) -> PlainTimes:
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            os.write(write_end, json.dumps(asdict(_plain_target(spec))).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    data = b""
+    while chunk := os.read(read_end, 1 << 16):
+        data += chunk
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        return PlainTimes(error=f"the process ended without an answer (exit status "
+                          f"{os.waitstatus_to_exitcode(status)})")
+    return PlainTimes(**json.loads(data))
+
+
+def _plain_target(spec: str) -> PlainTimes:
+    from bench.baseline import export_and_run, load
+
+    started = None
+    try:
+        loaded = load(spec)
+        with contextlib.suppress(Exception):  # a warm-up: the timed export fails alike
+            export_and_run(*loaded)
+        started = time.perf_counter()
+        return PlainTimes(seconds=export_and_run(*loaded))
+    except Exception as error:  # a failing export is a row, not the end of the run
+        return PlainTimes(
+            failed_seconds=None if started is None else time.perf_counter() - started,
+            error=traceback.format_exception_only(type(error), error)[-1].strip())
 
 
 # -- the report ------------------------------------------------------------------------------
@@ -123,17 +180,44 @@ def summary(rows: list[TargetTimes], torch: str) -> list[str]:
     """The ratio's distribution and the targets above 1.0, as Markdown lines."""
     ratios = sorted(ratio for row in rows if (ratio := row.ratio) is not None)
     if not ratios:
-        return [f"torch {torch}: no target exported by both ({len(rows)} measured)."]
+        return [f"torch {torch}: no target exported by both ({len(rows)} measured).",
+                *_failing_summary(rows)]
     p90 = ratios[min(len(ratios) - 1, math.ceil(0.9 * len(ratios)) - 1)]
     lines = [f"torch {torch}: {len(ratios)} targets exported by both (of {len(rows)}): "
              f"ratio onnxlens/plain median **{statistics.median(ratios):.2f}**, p90 "
              f"**{p90:.2f}**, max **{ratios[-1]:.2f}**.", ""]
     slow = sorted((row for row in rows if (row.ratio or 0) > 1.0), key=lambda r: -(r.ratio or 0))
     if slow:
-        lines += ["| target | ratio | onnxlens (s) | plain (s) | onnxlens's stages (s) |",
-                  "|---|---|---|---|---|"]
+        lines += ["| target | ratio | onnxlens after load (s) | plain (s) | "
+                  "onnxlens's stages (s) |", "|---|---|---|---|---|"]
         lines += [f"| {row.file}::{row.target} | {row.ratio:.2f} | {row.lens_seconds:.1f} | "
                   f"{row.plain_seconds:.1f} | "
+                  + ", ".join(f"{name} {seconds:.1f}" for name, seconds in row.stages.items())
+                  + " |" for row in slow]
+    return lines + _failing_summary(rows)
+
+
+def _failing_summary(rows: list[TargetTimes]) -> list[str]:
+    """The targets that fail in both: onnxlens's whole check (after ``load``; it goes on
+    looking for more problems once the export is known to fail) against the time the plain
+    export took to raise."""
+    failing = [row for row in rows if row.fails_in_both and row.plain_failed_seconds]
+    if not failing:
+        return []
+    ratios = sorted(row.lens_seconds / (row.plain_failed_seconds or 1) for row in failing)
+    p90 = ratios[min(len(ratios) - 1, math.ceil(0.9 * len(ratios)) - 1)]
+    lines = ["", f"{len(failing)} targets fail in both: onnxlens's complete check against the "
+             f"plain export's time to fail, median **{statistics.median(ratios):.2f}**, p90 "
+             f"**{p90:.2f}**, max **{ratios[-1]:.2f}**.", ""]
+    slow = sorted((row for row in failing
+                   if row.lens_seconds > (row.plain_failed_seconds or 0)),
+                  key=lambda r: -r.lens_seconds / (r.plain_failed_seconds or 1))
+    if slow:
+        lines += ["| failing target | ratio | onnxlens after load (s) | plain, to fail (s) | "
+                  "onnxlens's stages (s) |", "|---|---|---|---|---|"]
+        lines += [f"| {row.file}::{row.target} | "
+                  f"{row.lens_seconds / (row.plain_failed_seconds or 1):.2f} | "
+                  f"{row.lens_seconds:.1f} | {row.plain_failed_seconds:.1f} | "
                   + ", ".join(f"{name} {seconds:.1f}" for name, seconds in row.stages.items())
                   + " |" for row in slow]
     return lines

@@ -31,6 +31,13 @@ PARTS = [
     ("export_worker.jobs", "run_job", "the whole job"),
     ("exporter.pipeline.stages.load", "_build", "  build the model"),
     ("exporter.pipeline.stages.load", "_eager_forward", "  eager forward"),
+    ("exporter.toolchain.torch_compat", "capture", "  the strategies torch.onnx.export tries"),
+    ("exporter.pipeline.stages.soundness", "report_narrowed", "  the ranges it narrowed"),
+    ("exporter.pipeline.stages.capture", "_know_the_failure",
+     "  torch's first error located (then shown)"),
+    ("exporter.pipeline.stages.capture", "_draft_export", "  draft export"),
+    ("exporter.pipeline.stages.capture", "_report_draft_failures",
+     "  the draft export's failures located"),
     ("exporter.toolchain.torch_compat", "decompose", "  decompose"),
     ("exporter.toolchain.speedups", "_valid_cia_ops", "    find the CIA operators"),
     ("torch.export.exported_program", "_split_decomp_table_to_cia_and_python_decomp",
@@ -45,9 +52,14 @@ PARTS = [
     ("exporter.pipeline.ort_runner", "create_session", "  ORT session (fresh fork: + import)"),
 ]
 # Context managers: the time of entering and leaving them.
-CONTEXTS = [("torch.export.exported_program", "_override_composite_implicit_decomp",
+CONTEXTS = [("exporter.toolchain.torch_compat", "recording_shape_guards",
+             "  record the shape guards (enter and leave)"),
+            ("torch.export.exported_program", "_override_composite_implicit_decomp",
              "    override the CIA kernels (enter and leave)")]
 ORDER = ["the whole job", "load", "  build the model", "  eager forward", "capture",
+         "  record the shape guards (enter and leave)", "  the strategies torch.onnx.export tries",
+         "  the ranges it narrowed", "  torch's first error located (then shown)",
+         "  draft export", "  the draft export's failures located",
          "translate", "  decompose", "    find the CIA operators",
          "    split the decomposition table", "    override the CIA kernels (enter and leave)",
          "    unlift", "    AOT re-trace", "    type promotion", "  translate to ONNX",
@@ -111,8 +123,10 @@ def check_in_fork(worker: Any, spec: str, run: int, totals: dict[str, float],
     from export_worker.process import JOB_GC_THRESHOLD, warm_spare
     from export_worker.warm_imports import library_modules
 
-    file, _, target = spec.rpartition("::")
+    file, _, name = spec.rpartition("::")
     path = Path(file).resolve()
+    text = path.read_text() + f"\n# run {run}\n"
+    target = next(t for t in session.discover(path, text).targets if t.name == name)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -122,8 +136,7 @@ def check_in_fork(worker: Any, spec: str, run: int, totals: dict[str, float],
             warm_spare(session)
         totals.clear()
         before = set(sys.modules)
-        run_job(session, JobRequest("check", str(path), str(path.parent), target,
-                                    text=path.read_text() + f"\n# run {run}\n",
+        run_job(session, JobRequest("check", target, str(path.parent), text=text,
                                     record_inputs=True))
         os.write(write_end, json.dumps({"totals": totals,
                                         "imports": library_modules(before)}).encode())

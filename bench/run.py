@@ -157,15 +157,17 @@ async def save_unchanged(client: Any, uri: str) -> float:
 
 
 async def bench_first_diagnostic(repeats: int) -> list[str]:
-    """Each failing example, and a real model that fails (ViT with a dynamic image size),
-    edited and saved: seconds from didSave to its first diagnostics (what capture and
-    translate found, published early) and to the check's complete set."""
+    """Each failing example, and three real models whose capture fails (ViT with a dynamic
+    image size, FSMT, EnCodec), edited and saved: seconds from didSave to its first
+    diagnostics (torch's first error once every capture strategy failed, then what capture
+    and translate found, published early) and to the check's complete set."""
     client = await start_server(REPO)
     lines = ["| failing example | didSave→first diagnostics | didSave→complete set | ratio | n |",
              "|---|---|---|---|---|"]
     try:
         failing = sorted((REPO / "examples" / "failing").glob("*.py"))
-        for path in [*failing, BENCH / "models" / "vit_sizes.py"]:
+        real = [BENCH / "models" / name for name in ("vit_sizes.py", "fsmt.py", "encodec.py")]
+        for path in [*failing, *real]:
             since = len(client.publish_events)
             uri = open_document(client, path)
             await wait_publish(client, uri, since)  # first check: warm-up
