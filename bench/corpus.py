@@ -138,23 +138,11 @@ def _plain_times(found: dict[tuple[str, str], TargetTimes]) -> None:
 
 
 def _in_fork(spec: str) -> PlainTimes:
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        try:
-            os.write(write_end, json.dumps(asdict(_plain_target(spec))).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    data = b""
-    while chunk := os.read(read_end, 1 << 16):
-        data += chunk
-    os.close(read_end)
-    _, status = os.waitpid(pid, 0)
+    from bench.forked import in_fork
+
+    data, status = in_fork(lambda: json.dumps(asdict(_plain_target(spec))).encode())
     if not data:
-        return PlainTimes(error=f"the process ended without an answer (exit status "
-                          f"{os.waitstatus_to_exitcode(status)})")
+        return PlainTimes(error=f"the process ended without an answer (exit status {status})")
     return PlainTimes(**json.loads(data))
 
 

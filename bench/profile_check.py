@@ -118,6 +118,7 @@ def check_in_fork(worker: Any, spec: str, run: int, totals: dict[str, float],
     times."""
     session = worker.session
     worker.warm_imports.import_pending()
+    from bench.forked import in_fork
     from export_worker.jobs import run_job
     from export_worker.messages import JobRequest
     from export_worker.process import JOB_GC_THRESHOLD, warm_spare
@@ -127,10 +128,8 @@ def check_in_fork(worker: Any, spec: str, run: int, totals: dict[str, float],
     path = Path(file).resolve()
     text = path.read_text() + f"\n# run {run}\n"
     target = next(t for t in session.discover(path, text).targets if t.name == name)
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
+
+    def one_check() -> bytes:
         gc.set_threshold(*JOB_GC_THRESHOLD)
         if spare:
             warm_spare(session)
@@ -138,15 +137,9 @@ def check_in_fork(worker: Any, spec: str, run: int, totals: dict[str, float],
         before = set(sys.modules)
         run_job(session, JobRequest("check", target, str(path.parent), text=text,
                                     record_inputs=True))
-        os.write(write_end, json.dumps({"totals": totals,
-                                        "imports": library_modules(before)}).encode())
-        os._exit(0)
-    os.close(write_end)
-    data = b""
-    while chunk := os.read(read_end, 1 << 20):
-        data += chunk
-    os.close(read_end)
-    os.waitpid(pid, 0)
+        return json.dumps({"totals": totals, "imports": library_modules(before)}).encode()
+
+    data, _ = in_fork(one_check)
     answer = json.loads(data)
     worker.warm_imports.learn(answer["imports"])
     return answer["totals"]
