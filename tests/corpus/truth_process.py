@@ -215,7 +215,7 @@ def run_truth_process(argv: list[str], timeout: float,
         # it) go under its scratch, removed here when it ended, also when it was killed
         (Path(scratch) / "tmp").mkdir()
         if not enabled():
-            return _run_fresh(argv, timeout, python_path or [], Path(scratch) / "tmp")
+            return _run_fresh(argv, timeout, python_path or [], Path(scratch))
         global _forker
         with _forker_lock:
             if _forker is None or _forker.process.poll() is not None:
@@ -225,11 +225,11 @@ def run_truth_process(argv: list[str], timeout: float,
 
 
 def _run_fresh(argv: list[str], timeout: float, python_path: list[str],
-               tmpdir: Path) -> Finished:
+               scratch: Path) -> Finished:
     """A fresh interpreter, in a session of its own as a forked child is (a timeout kills what
     the model started too)."""
     command = [str(PYTHON), "-m", "tests.corpus.truth", *argv]
-    env = child_env({"TMPDIR": str(tmpdir),
+    env = child_env({"TMPDIR": str(scratch / "tmp"),
                      **({"PYTHONPATH": _python_path(python_path)} if python_path else {})})
     with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, start_new_session=True) as process:
