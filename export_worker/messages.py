@@ -292,6 +292,8 @@ def _value(hint: Any, value: Any) -> Any:
     origin, args = get_origin(hint), get_args(hint)
     if origin is list and args and (args[0] in _CODECS or dataclasses.is_dataclass(args[0])):
         return [_value(args[0], item) for item in value]
+    if origin is tuple:  # JSON has lists only; a frozen dataclass's tuple stays hashable
+        return tuple(value)
     if origin in (Union, types.UnionType):
         tagged = {_kind(arg): arg for arg in args if _kind(arg) is not None}
         if tagged:  # the job answers: the one its ``kind`` names

@@ -24,7 +24,8 @@ def setting_reader(setting: Setting) -> Callable[[str], Any]:
     """The ``type=`` of a setting's flag: its text read as the setting's kind, then checked
     by the settings schema (bounds; nan and inf are refused there)."""
     readers: dict[str, Callable[[str], Any]] = {
-        "rules": rule_list, "globs": glob_list, "severities": severity_list}
+        "rules": rule_list, "globs": glob_list, "severities": severity_list,
+        "runtimes": runtime_list}
     if setting.kind in readers:
         return readers[setting.kind]
     kind: type = int if setting.kind == "int" else float
@@ -67,6 +68,10 @@ def severity_list(text: str) -> dict[str, str]:
             raise argparse.ArgumentTypeError(f"expected ID=LEVEL, not {item!r}")
         pairs[rule.strip()] = level.strip().lower()
     return dict(checked("severity", pairs))
+
+
+def runtime_list(text: str) -> list[str]:
+    return list(checked("runtimes", [part.strip() for part in text.split(",") if part.strip()]))
 
 
 def glob_list(text: str) -> list[str]:

@@ -23,7 +23,8 @@ _ADDED_TO_THE_PROJECTS = ("severity", "extendExclude")
 
 
 #: a flag's metavar by its setting's kind
-_METAVARS = {"rules": "IDS", "globs": "GLOBS", "severities": "ID=LEVEL,..."}
+_METAVARS = {"rules": "IDS", "globs": "GLOBS", "severities": "ID=LEVEL,...",
+             "runtimes": "RUNTIMES"}
 #: the flags of a job's limits, which every command that runs a job takes
 LIMITS = ("timeoutSeconds", "memoryLimitMB")
 

@@ -42,7 +42,9 @@ echo "setup: installing ${torch_specs[*]} into $venv"
 "${pip[@]}" "${torch_specs[@]}" </dev/null
 # The graph viewer (the `graph` extra, ~550 MB) only beside the primary torch: its tests
 # depend on no torch (tests/conftest.py, EVERY_TORCH)
-extras="export,lsp,dev"
+# OpenVINO (the `runtimes` extra, ~180 MB) beside every torch: the deploy stage's verdicts are
+# checked on each (tests/exporter/pipeline/test_deploy.py)
+extras="export,lsp,dev,runtimes"
 [ "$torch_version" = "$("$python" "$versions" primary)" ] && extras="$extras,graph"
 # timm (its fix trial's tests, tests/onnxlens/test_library_fixes.py) where the torch release
 # pins a torchvision: timm imports torchvision, and a torchvision from PyPI may not import

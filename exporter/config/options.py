@@ -15,6 +15,7 @@ import copy
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from exporter.config.runtimes import DEFAULT_RUNTIMES
 from exporter.config.schema import BY_LSP, BY_PYPROJECT
 
 
@@ -35,6 +36,8 @@ class ExportOptions:
     opset: int | None = None
     atol: float | None = None
     rtol: float | None = None
+    # the runtimes besides ONNX Runtime's CPU provider that the deploy stage checks
+    runtimes: tuple[str, ...] = DEFAULT_RUNTIMES
     # Check (and save) the model onnxscript's optimizer made, as torch.onnx.export does by
     # default; `onnxlens save --no-optimize` checks and saves the model as translated.
     optimize: bool = True
@@ -56,6 +59,7 @@ class Options:
     atol: float | None = _schema_default("atol")
     rtol: float | None = _schema_default("rtol")
     opset: int | None = _schema_default("opset")
+    runtimes: list[str] = _schema_default("runtimes")
     select: list[str] = _schema_default("select")
     ignore: list[str] = _schema_default("ignore")
     severity: dict[str, str] = _schema_default("severity")
@@ -70,7 +74,7 @@ class Options:
 
     @property
     def export(self) -> ExportOptions:
-        return ExportOptions(self.opset, self.atol, self.rtol)
+        return ExportOptions(self.opset, self.atol, self.rtol, tuple(self.runtimes))
 
 
 def _flatten(raw: dict[str, Any]) -> dict[str, Any]:

@@ -15,9 +15,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from exporter.config.runtimes import DEFAULT_RUNTIMES, RUNTIMES, unknown_runtimes
 from exporter.findings.rules import RULES, Severity
 
-Kind = Literal["int", "float", "choice", "path", "rules", "globs", "severities"]
+Kind = Literal["int", "float", "choice", "path", "rules", "globs", "severities", "runtimes"]
 
 #: never searched for targets (ruff's defaults, and where Python packages and builds live);
 #: ``exclude`` replaces this list, ``extend-exclude`` adds to it
@@ -62,6 +63,8 @@ class Setting:
             if isinstance(value, str) and value.strip():
                 return value, None
             return None, f"must be a directory path, not {value!r}"
+        if self.kind == "runtimes":
+            return _runtimes(value)
         if self.kind == "severities":
             if not isinstance(value, dict):
                 return None, f"must be {_SHAPES[self.kind]}, not {value!r}"
@@ -99,6 +102,16 @@ _SHAPES = {"rules": "a list of rule ids or prefixes", "globs": "a list of glob p
 def _names_rules(pattern: str) -> bool:
     pattern = pattern.strip().upper()
     return pattern.startswith("ONNX") and any(rule.startswith(pattern) for rule in RULES)
+
+
+def _runtimes(value: Any) -> tuple[Any, str | None]:
+    unknown = unknown_runtimes(value)
+    if unknown is None:
+        return None, f"must be a list of runtime names ({', '.join(RUNTIMES)}), not {value!r}"
+    if unknown:
+        return None, (f"names no runtime: {', '.join(map(repr, unknown))} (known: "
+                      f"{', '.join(RUNTIMES)})")
+    return list(dict.fromkeys(value)), None
 
 
 def _severities(value: dict[Any, Any]) -> tuple[Any, str | None]:
@@ -152,6 +165,12 @@ SETTINGS = (
             pyproject="rtol", minimum=0, nullable=True, per_folder=True),
     Setting("opset", "int", None, "ONNX opset version (unset: torch.onnx.export's)",
             pyproject="opset", minimum=7, nullable=True, per_folder=True),
+    Setting("runtimes", "runtimes", list(DEFAULT_RUNTIMES), "the runtimes the exported model "
+            "is checked on besides ONNX Runtime's CPU provider, which every check runs: "
+            "`openvino-cpu`, `cuda`, `tensorrt` (docs/runtimes.md)", pyproject="runtimes",
+            cli="--runtimes", cli_help="comma-separated runtimes to check the exported model "
+            "on as well: openvino-cpu, cuda, tensorrt (ort-cpu is always checked; "
+            "docs/runtimes.md)", per_folder=True),
     Setting("select", "rules", [], "report only these rule ids or prefixes (empty: every "
             "rule on by default)", pyproject="select", cli="--select",
             cli_help="only these rule ids or prefixes, comma-separated (ONNX2: every "

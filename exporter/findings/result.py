@@ -11,7 +11,7 @@ from exporter.findings.diagnostics import Diagnostic, Range
 from exporter.findings.fixes import FixCandidate, FixTrial
 from exporter.findings.rules import Severity
 
-STAGES = ("load", "capture", "translate", "validate", "runtime", "numerics", "dynamic")
+STAGES = ("load", "capture", "translate", "validate", "runtime", "numerics", "dynamic", "deploy")
 
 
 class StageState(str, Enum):
@@ -55,6 +55,20 @@ class NumericsRun:
     rtol: float | None = None
 
 
+@dataclass(frozen=True)
+class RuntimeRun:
+    """The deploy stage's check of one runtime (docs/runtimes.md): ``state`` is ``matches``
+    (ran, outputs match PyTorch), ``differs``, ``fails`` (did not load, compile or run) or
+    ``not run here``; ``unsupported``: the ONNX nodes it could not take."""
+
+    runtime: str
+    state: str
+    seconds: float = 0.0
+    nodes: int | None = None  # the runtime's own graph, when it loaded the model
+    unsupported: tuple[str, ...] = ()
+    detail: str = ""
+
+
 @dataclass
 class ModelSummary:
     """What a check measured of the model, each field set by the stage that knows it (None or
@@ -73,12 +87,14 @@ class ModelSummary:
     ort_run_ms: float | None = None  # runtime: one run of ONNX Runtime
     numerics: list[NumericsRun] = field(default_factory=list)  # numerics, dynamic
     dynamic_not_run: list[str] = field(default_factory=list)  # sizes PyTorch itself refused
+    runtimes: list[RuntimeRun] = field(default_factory=list)  # deploy
 
     def copy(self) -> ModelSummary:
         """A copy whose lists later stages do not extend."""
         return replace(self, inputs=list(self.inputs), outputs=list(self.outputs),
                        operators=dict(self.operators), numerics=list(self.numerics),
-                       dynamic_not_run=list(self.dynamic_not_run))
+                       dynamic_not_run=list(self.dynamic_not_run),
+                       runtimes=list(self.runtimes))
 
 
 @dataclass

@@ -242,6 +242,30 @@ _RULES = [
          "exporter does not use them; `dynamic_axes` is ignored when `dynamic_shapes` is "
          "given, `export_params` and `keep_initializers_as_inputs` when no file is.",
          "Remove the argument (quick fix) and do what the message says instead."),
+    Rule("ONNX701", "runtime-unsupported-node", "deploy", _E,
+         "A runtime you deploy to cannot run this node.",
+         "A runtime named in `runtimes` (docs/runtimes.md) has no implementation of the ONNX "
+         "operator this line exports to (OpenVINO: no conversion rule), so the model does "
+         "not load there, although ONNX Runtime's CPU provider runs it.",
+         "Write the computation with operators the runtime supports, or deploy to another."),
+    Rule("ONNX702", "runtime-failed", "deploy", _E,
+         "A runtime you deploy to fails to compile or run the model.",
+         "The runtime read the model but raised while compiling or running it; the nodes "
+         "its message names are marked.",
+         "See the runtime's message; rewrite the marked computation, or report it to the "
+         "runtime's project when the model is valid (ONNX Runtime runs it)."),
+    Rule("ONNX703", "runtime-output-mismatch", "deploy", _E,
+         "An output differs from PyTorch on a runtime you deploy to.",
+         "The runtime ran the model on the example inputs, and an output differs from "
+         "PyTorch's beyond the tolerance (`atol`/`rtol`, else by dtype).",
+         "Find the operator that computes differently there (ONNX Runtime's numerics stage "
+         "compares every intermediate), or loosen the tolerance."),
+    Rule("ONNX704", "runtime-not-run-here", "deploy", _W,
+         "A runtime you deploy to could not be tried on this machine.",
+         "The runtime needs hardware or packages this machine lacks (a GPU, an execution "
+         "provider of onnxruntime, the `openvino` package), so the model was not checked "
+         "there: nothing was proven for it.",
+         "Check on a machine that has the runtime, or install what the message names."),
     Rule("ONNX901", "timed-out", "tool", _E,
          "The check timed out.",
          "The check did not finish within the time limit.",

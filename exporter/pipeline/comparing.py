@@ -59,12 +59,12 @@ def compare_outputs(
     for index, (expected, actual) in enumerate(zip(expected_all, ort_outputs)):
         name = graph.output[index].name
         if expected.shape != actual.shape:
-            _report_output(ctx, rule, index, f"Output `{name}` has shape {list(actual.shape)} in "
+            report_at_output(ctx, rule, index, f"Output `{name}` has shape {list(actual.shape)} in "
                            f"ONNX Runtime but {list(expected.shape)} in PyTorch{situation}.")
             matched = False
             continue
         if rule == "ONNX501" and _non_finite_only_in_ort(expected, actual):
-            _report_output(ctx, "ONNX503", index, f"Output `{name}` holds NaN or infinity in "
+            report_at_output(ctx, "ONNX503", index, f"Output `{name}` holds NaN or infinity in "
                            "ONNX Runtime where PyTorch's values are finite.")
             matched = False
             continue
@@ -75,7 +75,7 @@ def compare_outputs(
         max_abs, max_rel = differences(expected, actual)
         worst = FindingData(output=name, max_abs=max_abs, max_rel=max_rel, atol=atol,
                             rtol=rtol)
-        _report_output(ctx, rule, index,
+        report_at_output(ctx, rule, index,
                        f"Output `{name}` differs from PyTorch{situation}: max abs error "
                        f"{max_abs:.3g}, max rel error {max_rel:.3g} "
                        f"(atol {atol:g}, rtol {rtol:g}).",
@@ -97,8 +97,9 @@ def _non_finite_only_in_ort(expected: np.ndarray, actual: np.ndarray) -> bool:
     return bool((~np.isfinite(actual) & np.isfinite(expected)).any())
 
 
-def _report_output(ctx: CheckContext, rule: str, index: int, message: str,
-                   data: FindingData | None = None) -> None:
+def report_at_output(ctx: CheckContext, rule: str, index: int, message: str,
+                     data: FindingData | None = None) -> None:
+    """Report ``message`` at the source line of the node that computes output ``index``."""
     graph = ctx.need_translated().model_proto.graph
     output_name = graph.output[index].name
     producer = next((n for n in graph.node if output_name in n.output), None)

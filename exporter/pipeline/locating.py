@@ -24,7 +24,7 @@ def report_at_node(
     proto = ctx.translated.model_proto if ctx.translated is not None else None
     name, op_type = names_in_message(message)
     nodes = find_nodes(proto, name, op_type) if proto is not None else []
-    detail = _short(message)
+    detail = short_message(message)
     reported = False
     for node in nodes:
         where = ctx.map_stack_trace(metadata(node).get(STACK_TRACE_KEY), hint=node.op_type)
@@ -43,7 +43,7 @@ _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : (\w+) : ")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 
 
-def _short(message: str, limit: int = 300) -> str:
+def short_message(message: str, limit: int = 300) -> str:
     """The toolchain's message on one line; a long one keeps its whole sentences that fit
     (at least its first, however long): never cut mid-sentence, what was left out marked."""
     text = " ".join(line.strip() for line in message.splitlines() if line.strip())

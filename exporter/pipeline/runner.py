@@ -17,7 +17,16 @@ from exporter.findings.result import StageState, StageStatus, TargetResult
 from exporter.pipeline import after_verdict
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.fix_candidates import fix_candidates
-from exporter.pipeline.stages import capture, dynamic, load, numerics, runtime, translate, validate
+from exporter.pipeline.stages import (
+    capture,
+    deploy,
+    dynamic,
+    load,
+    numerics,
+    runtime,
+    translate,
+    validate,
+)
 from exporter.pipeline.stages.base import StageFailed, StageSkipped
 from exporter.pipeline.timers import interrupting
 from exporter.source.traces import exception_frames, is_user_frame
@@ -61,6 +70,7 @@ STAGES = (
     Stage("runtime", runtime.run, _needs_weights(lambda c: c.translated, "translation failed")),
     Stage("numerics", numerics.run, _needs_weights(lambda c: c.ran, "ONNX Runtime did not run")),
     Stage("dynamic", dynamic.run, _needs_weights(lambda c: c.ran, "ONNX Runtime did not run")),
+    Stage("deploy", deploy.run, deploy.blocked, traces=False),
 )
 
 

@@ -13,6 +13,7 @@ from exporter.findings.result import (
     CheckResult,
     ModelSummary,
     NumericsRun,
+    RuntimeRun,
     StageState,
     StageStatus,
     TargetResult,
@@ -117,7 +118,9 @@ def summary_from_data(data: dict[str, Any]) -> ModelSummary:
                    for v in data["inputs"]],
         "outputs": [TensorSummary(v["name"], v["dtype"], tuple(v["shape"]))
                     for v in data["outputs"]],
-        "numerics": [NumericsRun(**run) for run in data["numerics"]]})
+        "numerics": [NumericsRun(**run) for run in data["numerics"]],
+        "runtimes": [RuntimeRun(**{**run, "unsupported": tuple(run["unsupported"])})
+                     for run in data.get("runtimes", [])]})
 
 
 def target_to_data(target: TargetResult) -> dict[str, Any]:

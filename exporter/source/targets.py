@@ -45,6 +45,8 @@ PRAGMA_KEYS: dict[str, str] = {
     "opset": "ONNX opset version (an int)",
     "atol": "absolute tolerance of the numeric comparison",
     "rtol": "relative tolerance of the numeric comparison",
+    "runtimes": 'runtimes to check the model on besides ONNX Runtime\'s CPU provider, e.g. '
+                '["openvino-cpu"]',
     "name": "the target's name (a string literal)",
     "weights": '"random" (default) or "none" (meta device, no weights materialized)',
     "custom_translation_table": "{torch op: onnxscript function} translations of your own",

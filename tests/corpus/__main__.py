@@ -41,6 +41,28 @@ def table(rows: list[Row]) -> list[list[str]]:
     return [header, *body]
 
 
+def runtime_table(rows: list[Row]) -> list[list[str]]:
+    """Each target judged on a runtime besides ONNX Runtime's CPU provider (docs/runtimes.md):
+    OpenVINO by itself on the plain model, and onnxlens's deploy stage."""
+    phases = {"openvino": "fails", "openvino_mismatch": "differs"}
+    body = []
+    for row in rows:
+        truth, lens = row.truth, row.lens
+        ran = {r.runtime: r for r in lens.runtimes} if lens is not None else {}
+        phase = truth.failure.phase if truth.failure is not None else ""
+        if "openvino-cpu" not in truth.runtime_seconds and "openvino-cpu" not in ran:
+            continue
+        plain = phases.get(phase) or ("matches" if "openvino-cpu" in truth.runtimes else "-")
+        mine = ran.get("openvino-cpu")
+        body.append([row.target, "openvino-cpu", plain, mine.state if mine else "-",
+                     row.agreement,
+                     f"{truth.runtime_seconds.get('openvino-cpu', 0.0):.2f}",
+                     f"{mine.seconds:.2f}" if mine else "-"])
+    header = ["target", "runtime", "runtime alone", "onnxlens", "agreement", "alone s",
+              "onnxlens s"]
+    return [header, *body] if body else []
+
+
 def totals_lines(totals: Totals, wall: float) -> list[str]:
     return [
         f"targets {totals.targets}: agree {totals.agree}, false errors {totals.false_errors}, "
@@ -73,6 +95,11 @@ def render_markdown(rows: list[list[str]], outcome: Outcome, corpus: Corpus,
                                            totals_lines(outcome.totals, wall)], "",
              "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows[1:]]
+    runtimes = runtime_table(outcome.rows)
+    if runtimes:
+        lines += ["", "## Runtimes", "", "| " + " | ".join(runtimes[0]) + " |",
+                  "|" + "---|" * len(runtimes[0])]
+        lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in runtimes[1:]]
     if corpus.not_buildable:
         lines += ["", "## Not buildable", "", "| source | name | reason |", "|---|---|---|"]
         lines += [f"| {n.source} | {n.name} | {cell(n.reason)} |" for n in corpus.not_buildable]
@@ -130,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for line in totals_lines(outcome.totals, wall):
         print(line)
+    runtimes = runtime_table(outcome.rows)
+    if runtimes:
+        print()
+        print(render_text(runtimes))
     fixes = fix_totals(outcome.rows, checks)
     if options.fix_budget:
         print()

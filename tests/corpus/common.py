@@ -21,6 +21,9 @@ PYTHON = Path(sys.executable)
 ONNXLENS = PYTHON.parent / "onnxlens"
 CACHE = Path(os.environ.get("ONNXLENS_CORPUS_CACHE",
                             Path.home() / ".cache" / "onnxlens")).expanduser()
+#: comma-separated runtimes every target of a run is also judged on (docs/runtimes.md), as if
+#: each annotation named them: onnxlens gets ``--runtimes``, the truth runs them on its own
+RUNTIMES_VARIABLE = "ONNXLENS_CORPUS_RUNTIMES"
 TOOLCHAIN = ("torch", "transformers", "onnxscript", "onnxruntime", "onnx")
 
 T = TypeVar("T")

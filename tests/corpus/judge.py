@@ -33,6 +33,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "capture": ("ONNX1",), "translate": ("ONNX2",), "export": ("ONNX1", "ONNX2"),
     "checker": ("ONNX3",), "ort_session": ("ONNX401",), "ort_run": ("ONNX402",),
     "dynamic": ("ONNX403", "ONNX102", "ONNX107"), "mismatch": ("ONNX5",),
+    "openvino": ("ONNX701", "ONNX702"), "openvino_mismatch": ("ONNX703",),
 }
 _NOT_USER_CODE = ("site-packages", "/.venv/", "/tests/corpus/", "<frozen", "<string>")
 

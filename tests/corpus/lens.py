@@ -9,13 +9,14 @@ a result that must not change (rules, severities, locations), without times or n
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.corpus.common import ONNXLENS, child_env
+from tests.corpus.common import ONNXLENS, RUNTIMES_VARIABLE, child_env
 
 FILE_TIMEOUT = 60.0  # per file, plus PER_TARGET_TIMEOUT per target
 PER_TARGET_TIMEOUT = 320.0  # onnxlens stops a target itself after 300 s (ONNX901)
@@ -74,6 +75,15 @@ class LensTrial:
     edits: list[LensEdit]
 
 
+@dataclass(frozen=True)
+class LensRuntime:
+    """The deploy stage's verdict on one runtime (the summary's ``runtimes``)."""
+
+    runtime: str
+    state: str  # matches, differs, fails, not run here
+    seconds: float
+
+
 @dataclass
 class LensTarget:
     name: str
@@ -81,6 +91,7 @@ class LensTarget:
     stages: list[LensStage]
     diagnostics: list[LensDiagnostic]
     fix_trials: list[LensTrial] = field(default_factory=list)
+    runtimes: list[LensRuntime] = field(default_factory=list)
 
     @property
     def seconds(self) -> float:
@@ -131,7 +142,9 @@ def parse(report: dict[str, Any], paths: list[Path], root: Path,
              for s in target["stages"]], [],
             [LensTrial(t["key"], t["source"], t["title"], t["verdict"], float(t["seconds"]),
                        t["detail"], [LensEdit(_place(root, e), e["text"]) for e in t["edits"]])
-             for t in target.get("fix_trials", [])])
+             for t in target.get("fix_trials", [])],
+            [LensRuntime(r["runtime"], r["state"], float(r["seconds"]))
+             for r in (target.get("summary") or {}).get("runtimes", [])])
     for entry in report["diagnostics"]:
         diagnostic = LensDiagnostic(entry["rule"], entry["severity"], entry["message"],
                                     _place(root, entry),
@@ -162,6 +175,9 @@ def run_onnxlens_files(paths: list[Path], root: Path, targets: int = 1, *,
     ``fix_budget``: seconds per failing target to try fixes (0: the verdict alone)."""
     command = [str(ONNXLENS), "check", "--format", "json", *map(str, paths), "--root", str(root),
                "--fix-budget", f"{fix_budget:g}"]
+    runtimes = os.environ.get(RUNTIMES_VARIABLE)
+    if runtimes:  # the corpus judged on these runtimes too (the truth reads the same)
+        command += ["--runtimes", runtimes]
     limit = timeout or FILE_TIMEOUT * len(paths) + (PER_TARGET_TIMEOUT + fix_budget) \
         * max(targets, 1)
     started = time.perf_counter()

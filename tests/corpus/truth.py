@@ -53,6 +53,7 @@ from typing import Any
 from exporter.source.python_syntax import parse_python
 from tests.corpus.common import (
     CACHE,
+    RUNTIMES_VARIABLE,
     dumps,
     file_hash,
     from_json,
@@ -73,6 +74,8 @@ DEFAULT_TIMEOUT = 300.0
 TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2), "float32": (1e-4, 1e-3),
               "float64": (1e-7, 1e-5)}
 _MESSAGE_LINES = 6
+#: the runtime names the `runtimes` key takes (docs/runtimes.md)
+_RUNTIMES = ("ort-cpu", "openvino-cpu", "cuda", "tensorrt")
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 
 
@@ -139,6 +142,9 @@ class TruthResult:
     lower_bound: SizeRun | None = None
     other_size: SizeRun | None = None
     size_one: SizeRun | None = None
+    #: the annotation's other runtimes, each run by itself on the plain model (openvino-cpu)
+    runtimes: dict[str, SizeRun] = field(default_factory=dict)
+    runtime_seconds: dict[str, float] = field(default_factory=dict)  # read to last run
     export_seconds: float = 0.0
     ort_seconds: float = 0.0
     eager_seconds: float = 0.0
@@ -366,6 +372,9 @@ def _load(path: Path, root: Path, target: Any) -> Built:
             else:  # compiled at the pragma's line, for the traceback
                 text = "\n" * (option.range.start.line - 1) + option.source
                 options[key] = eval(compile(text, str(path), "eval"), vars(module))
+        unknown = set(options.get("runtimes") or ()) - set(_RUNTIMES)
+        if unknown:
+            raise ValueError(f"`runtimes` names no runtime: {sorted(unknown)}")
     with _phase("build"):
         factory = vars(module).get(_KEPT) or getattr(module, target.symbol)
         args, kwargs = options.get("args"), options.get("kwargs")
@@ -700,6 +709,64 @@ def _judge(built: Built, result: TruthResult) -> None:
         raise PhaseFailed("mismatch", message=result.example.problem)
     _other_size(built, reference, session, result)
     _narrowed_ranges(built, program, reference, session)
+    _on_openvino(built, saved, proto, eager, session, result)
+
+
+class RuntimeFailed(Exception):
+    """A runtime refused or failed the model; the message ends with the stack traces the
+    exporter recorded in the nodes the runtime's message names."""
+
+
+def _on_openvino(built: Built, saved: str | None, proto: Any, eager: Any, session: Any,
+                 result: TruthResult) -> None:
+    """When the annotation names ``openvino-cpu``: the plain model read, compiled (at the
+    model's own precision, not the CPU's bfloat16) and run by OpenVINO on its own, and its
+    outputs compared with PyTorch's."""
+    import numpy as np
+
+    named = built.options.get("runtimes") or \
+        os.environ.get(RUNTIMES_VARIABLE, "").split(",")
+    if "openvino-cpu" not in named:
+        return
+    with _phase("openvino"):
+        import openvino as ov
+
+        path = saved or "plain.onnx"
+        if saved is None:
+            Path(path).write_bytes(proto.SerializeToString())
+        started = time.perf_counter()
+        try:
+            core = ov.Core()
+            compiled = core.compile_model(core.read_model(path), "CPU",
+                                          {"EXECUTION_MODE_HINT": "ACCURACY"})
+            answers = compiled(_feeds(session, _fresh(built.args), _fresh(built.kwargs)))
+        except Exception as error:
+            raise RuntimeFailed(_with_traces(str(error), _named_nodes(str(error), proto))) \
+                from None
+        finally:
+            result.runtime_seconds["openvino-cpu"] = time.perf_counter() - started
+    run = SizeRun({}, why="openvino-cpu")
+    result.runtimes["openvino-cpu"] = run
+    _compare(eager, [np.asarray(answers[output]) for output in compiled.outputs],
+             built.options, run)
+    if run.problem:
+        differing = next(check.index for check in run.outputs if not check.matched)
+        name = proto.graph.output[differing].name
+        producers = [node for node in proto.graph.node if name in node.output]
+        raise PhaseFailed("openvino_mismatch", message=_with_traces(run.problem, producers))
+
+
+def _named_nodes(message: str, proto: Any) -> list[Any]:
+    """The nodes a runtime's message names: by node name, or by ``OpType-version``."""
+    return [node for node in proto.graph.node
+            if re.search(rf"(?<![\w.]){re.escape(node.name)}(?![\w.])", message)
+            or re.search(rf"\b{re.escape(node.op_type)}-\d+\b", message)]
+
+
+def _with_traces(message: str, nodes: list[Any]) -> str:
+    traces = [entry.value for node in nodes for entry in node.metadata_props
+              if entry.key == "pkg.torch.onnx.stack_trace"]
+    return "\n".join([message, *traces])
 
 
 _PROTOBUF_LIMIT = 2**31 - 1
@@ -932,7 +999,9 @@ def _own_hash() -> str:
 
 def cache_key(path: Path, target: str) -> str:
     return sha256(json.dumps({"versions": versions(), "file": file_hash(path), "target": target,
-                              "truth": _own_hash()}, sort_keys=True))
+                              "truth": _own_hash(),
+                              "runtimes": os.environ.get(RUNTIMES_VARIABLE, "")},
+                             sort_keys=True))
 
 
 def run_truth(path: Path, target: str, root: Path, *, timeout: float = DEFAULT_TIMEOUT,

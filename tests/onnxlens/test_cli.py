@@ -63,7 +63,7 @@ def test_json_output_shape(in_fixtures, capsys):
     assert diagnostic["hint"]
     stages = report["targets"][0]["stages"]
     assert [s["name"] for s in stages] == ["load", "capture", "translate", "validate",
-                                           "runtime", "numerics", "dynamic"]
+                                           "runtime", "numerics", "dynamic", "deploy"]
     assert stages[3] == {"name": "validate", "state": "skipped", "seconds": 0.0,
                          "reason": "translation failed"}
 

@@ -16,6 +16,7 @@ export const SERVER_SETTINGS = [
   "atol",
   "rtol",
   "opset",
+  "runtimes",
   "sarif.outputDirectory",
   "logLevel",
   "select",

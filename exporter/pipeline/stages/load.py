@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from exporter.config.runtimes import RUNTIMES, unknown_runtimes
 from exporter.findings.diagnostics import Location, Range
 from exporter.pipeline.context import CheckContext, Loaded
 from exporter.pipeline.converted_axes import ConvertedAxes, converted_axes
@@ -166,8 +167,26 @@ def _check_option_types(ctx: CheckContext) -> None:
             ctx.report("ONNX001", f"`{key}` must be {description}, not {type(value).__name__}.",
                        ctx.option_location(key))
             bad = True
+    if "runtimes" in ctx.options.given:
+        bad = _check_runtimes(ctx) or bad
     if bad:
         raise StageFailed
+
+
+def _check_runtimes(ctx: CheckContext) -> bool:
+    """Whether the pragma's ``runtimes`` is bad (reported); a good one becomes a tuple."""
+    value = ctx.options.runtimes
+    unknown = unknown_runtimes(value)
+    if unknown is None:
+        problem = f"must be a list of runtime names, not {type(value).__name__}"
+    elif unknown:
+        problem = f"names no runtime: {', '.join(map(repr, unknown))}"
+    else:
+        ctx.options.runtimes = tuple(dict.fromkeys(value))
+        return False
+    ctx.report("ONNX001", f"`runtimes` {problem} (known: {', '.join(RUNTIMES)}).",
+               ctx.option_location("runtimes"))
+    return True
 
 
 def _plain_function(ctx: CheckContext, module: types.ModuleType) -> Any:

@@ -137,6 +137,18 @@ EXPECTED = {
     "verdicts/dynamic_values.py": [],
     "verdicts/input_mutation.py": [],
     "verdicts/no_operator.py": [],
+    # issue 43: the model on OpenVINO (`runtimes`), each finding at the line the node came from
+    "runtimes/model.py": [
+        ("ONNX001", "model.py", 93, 52, 93, 64, "error"),  # no runtime of that name
+        ("ONNX701", "model.py", 11, 12, 11, 31, "error"),  # Det, in a helper
+        ("ONNX701", "model.py", 24, 16, 24, 40, "error"),  # logdet's Det, in a submodule
+        ("ONNX701", "model.py", 42, 16, 42, 53, "error"),  # Det under two decorators
+        ("ONNX702", "model.py", 53, 17, 53, 39, "error"),  # its CPU plugin's fusion throws
+        ("ONNX703", "model.py", 60, 16, 60, 30, "error"),  # clamp of NaN
+        ("ONNX703", "model.py", 67, 22, 67, 48, "error"),  # sort with NaN
+        ("ONNX703", "model.py", 74, 16, 74, 52, "error"),  # shift of a negative int64
+        ("ONNX704", "model.py", 87, 52, 87, 60, "warning"),  # no CUDA here
+    ],
     "verdicts/opsets.py": [("ONNX203", "opsets.py", 25, 49, 25, 54, "warning")],
     "verdicts/sparse_tensors.py": [],
     "verdicts/strict_capture.py": [],
@@ -241,7 +253,7 @@ def test_a_helper_under_decorators_is_located_at_its_line_with_every_caller(fixt
 def test_clean_models_pass_every_stage_and_match_pytorch(fixture_results):
     for name in ("clean/convnet.py", "clean/tokens.py"):
         (target,) = fixture_results[name][1].targets
-        assert [s.state.value for s in target.stages] == ["passed"] * 7, name
+        assert [s.state.value for s in target.stages] == ["passed"] * 7 + ["skipped"], name
         assert all(entry.matched for entry in target.summary.numerics)
 
 
@@ -252,7 +264,8 @@ def test_user_code_sees_real_stdio(fixture_results):
     for name in ("stdio/at_import.py", "stdio/in_forward.py", "stdio/noisy.py"):
         (target,) = fixture_results[name][1].targets
         assert target.diagnostics == [], name
-        assert {s.state.value for s in target.stages} == {"passed"}, name
+        assert {s.state.value for s in target.stages[:-1]} == {"passed"}, name
+        assert target.stages[-1].reason.startswith("no runtime named besides ort-cpu"), name
 
 
 def test_names_and_dynamic_dims_reach_the_onnx_model(fixture_results):

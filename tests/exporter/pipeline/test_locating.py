@@ -40,7 +40,7 @@ def test_a_guard_on_unbacked_values_only_is_no_dimension():
 def test_a_long_toolchain_error_is_never_cut_mid_sentence():
     """ONNX Runtime's and the ONNX checker's errors in a finding's message (ONNX3xx, ONNX4xx):
     whole sentences that fit, at least the first, never a sentence's start alone."""
-    from exporter.pipeline.locating import _short
+    from exporter.pipeline.locating import short_message as _short
 
     first = "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find Erf(13) for a double."
     long_error = f"{first}\n  {'Tried every provider. ' * 20}Last sentence."

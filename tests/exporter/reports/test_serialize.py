@@ -11,6 +11,7 @@ from exporter.findings.result import (
     CheckResult,
     ModelSummary,
     NumericsRun,
+    RuntimeRun,
     TargetResult,
     TensorSummary,
 )
@@ -24,7 +25,9 @@ SUMMARY = ModelSummary(
     initializer_bytes=4096, ort_run_ms=0.25,
     numerics=[NumericsRun("example inputs", True),
               NumericsRun("batch=3", False, "y", 0.5, 0.1, 1e-5, 1e-3)],
-    dynamic_not_run=["PyTorch itself fails at length=1: ValueError: too short"])
+    dynamic_not_run=["PyTorch itself fails at length=1: ValueError: too short"],
+    runtimes=[RuntimeRun("openvino-cpu", "fails", 0.5, 12, ("n0",), "unconverted operators"),
+              RuntimeRun("cuda", "not run here", detail="no CUDAExecutionProvider")])
 
 
 def _result(summary: ModelSummary) -> CheckResult:
@@ -45,7 +48,7 @@ def test_the_json_reports_summary_holds_every_field_unset_ones_as_null_or_empty(
     assert target["summary"] == {
         "parameters": None, "call_context": None, "capture_strategy": None, "nodes": 3,
         "opset": 20, "inputs": [], "outputs": [], "operators": {}, "initializer_bytes": None,
-        "ort_run_ms": None, "numerics": [], "dynamic_not_run": []}
+        "ort_run_ms": None, "numerics": [], "dynamic_not_run": [], "runtimes": []}
     (target,) = result_json(_result(SUMMARY), [])["targets"]
     assert target["summary"]["inputs"] == [{"name": "x", "dtype": "float32",
                                             "shape": ("batch", 8)}]

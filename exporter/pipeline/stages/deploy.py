@@ -1,0 +1,180 @@
+"""Stage 8: check the exported model on the runtimes the user deploys to besides ONNX
+Runtime's CPU provider (``runtimes``, docs/runtimes.md): does it load there, run, and match
+PyTorch; every node a runtime cannot take is reported at the line it was exported from."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import onnx
+import torch
+
+from exporter.config.runtimes import REFERENCE_RUNTIME
+from exporter.findings.diagnostics import FindingData
+from exporter.findings.result import RuntimeRun
+from exporter.pipeline import openvino_runner, ort_runner
+from exporter.pipeline.comparing import differences, report_at_output, tolerances
+from exporter.pipeline.context import CheckContext
+from exporter.pipeline.example_inputs import fresh_copy
+from exporter.pipeline.locating import short_message
+from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, metadata
+from exporter.pipeline.stages.base import StageFailed, StageSkipped
+
+#: ONNX Runtime's execution provider of each runtime run through onnxruntime
+_PROVIDERS = {"cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider"}
+_NAMES = {"openvino-cpu": "OpenVINO (CPU)", "cuda": "ONNX Runtime's CUDA provider",
+          "tensorrt": "ONNX Runtime's TensorRT provider"}
+
+
+def requested(ctx: CheckContext) -> list[str]:
+    """The runtimes this stage checks (the reference is every check's runtime stage)."""
+    return [name for name in ctx.options.runtimes or () if name != REFERENCE_RUNTIME]
+
+
+def blocked(ctx: CheckContext) -> str:
+    if not requested(ctx):
+        return "no runtime named besides ort-cpu (`runtimes`, docs/runtimes.md)"
+    if ctx.known_failure is not None:
+        return "the export fails"
+    if ctx.weightless:
+        return 'weights="none": this stage needs real weights'
+    if ctx.translated is None:
+        return "translation failed"
+    if ctx.validated is not None and not ctx.validated.valid:
+        return "the ONNX model is invalid (see the validate stage)"
+    return ""
+
+
+def run(ctx: CheckContext) -> None:
+    failed, ran = False, False
+    for runtime in requested(ctx):
+        started = time.perf_counter()
+        if runtime == "openvino-cpu":
+            outcome = _openvino(ctx)
+        else:
+            outcome = _not_run_here(ctx, runtime, _why_not_here(runtime))
+        ctx.summary.runtimes.append(replace(outcome, seconds=time.perf_counter() - started))
+        failed = failed or outcome.state in ("fails", "differs")
+        ran = ran or outcome.state != "not run here"
+    if failed:
+        raise StageFailed
+    if not ran:
+        raise StageSkipped("no runtime named could run here (ONNX704)")
+
+
+def _why_not_here(runtime: str) -> str:
+    import onnxruntime as ort
+
+    provider = _PROVIDERS[runtime]
+    if provider not in ort.get_available_providers():
+        return (f"this machine's onnxruntime has no {provider} (it needs a GPU and "
+                "onnxruntime-gpu)")
+    return f"onnxlens does not run {provider} yet"
+
+
+def _not_run_here(ctx: CheckContext, runtime: str, why: str) -> RuntimeRun:
+    ctx.report("ONNX704", f"Not checked on {_NAMES[runtime]}: {why}. Nothing was proven for "
+               "it.", ctx.option_location("runtimes"))
+    return RuntimeRun(runtime, "not run here", detail=why)
+
+
+def _openvino(ctx: CheckContext) -> RuntimeRun:
+    runtime = "openvino-cpu"
+    missing = openvino_runner.unavailable()
+    if missing is not None:
+        return _not_run_here(ctx, runtime, missing)
+    translated, loaded = ctx.need_translated(), ctx.need_loaded()
+    model = translated.model_proto
+    feeds = _feeds(model, loaded.args, loaded.kwargs)
+    outcome = openvino_runner.run(model, translated.weights, feeds)
+    node_names = [node.name for node in model.graph.node]
+    name = _NAMES[runtime]
+    if outcome.unconverted:
+        for node_name in outcome.unconverted:
+            _report_at_node(ctx, "ONNX701", node_name, lambda node: (
+                f"{name} cannot convert ONNX node {node}: it has no conversion rule for this "
+                "operator, so the model does not load there."))
+        return RuntimeRun(runtime, "fails", nodes=outcome.nodes,
+                          unsupported=outcome.unconverted, detail="unconverted operators")
+    if outcome.failed_step is not None:
+        detail = short_message(outcome.message)
+        named = openvino_runner.nodes_in_message(outcome.message, node_names)
+        headline = f"{name} failed to {outcome.failed_step} the model"
+        for node_name in named:
+            _report_at_node(ctx, "ONNX702", node_name,
+                            lambda node: f"{headline} at ONNX node {node}: {detail}")
+        if not named:
+            ctx.report("ONNX702", f"{headline}: {detail}")
+        return RuntimeRun(runtime, "fails", nodes=outcome.nodes, detail=detail)
+    matched = _compare(ctx, name, loaded.eager_outputs, outcome.outputs)
+    return RuntimeRun(runtime, "matches" if matched else "differs", nodes=outcome.nodes)
+
+
+def _feeds(model: onnx.ModelProto, args: tuple, kwargs: dict[str, Any]
+           ) -> dict[str, np.ndarray]:
+    """The example inputs by graph input name (as torch.onnx flattens them)."""
+    inputs = [value for value in ort_runner.flat_inputs(*fresh_copy(args, kwargs))
+              if isinstance(value, torch.Tensor)]
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    names = [value.name for value in model.graph.input if value.name not in initializers]
+    return {name: ort_runner.to_numpy(tensor) for name, tensor in zip(names, inputs)}
+
+
+def _compare(ctx: CheckContext, runtime: str, eager: object,
+             outputs: list[np.ndarray]) -> bool:
+    expected_all = [ort_runner.to_numpy(t) for t in ort_runner.flat_outputs(eager)
+                    if isinstance(t, torch.Tensor)]
+    graph = ctx.need_translated().model_proto.graph
+    matched = True
+    for index, (expected, actual) in enumerate(zip(expected_all, outputs)):
+        output = graph.output[index].name
+        if expected.shape != actual.shape:
+            report_at_output(ctx, "ONNX703", index, f"Output `{output}` has shape "
+                             f"{list(actual.shape)} on {runtime} but {list(expected.shape)} "
+                             "in PyTorch.")
+            matched = False
+            continue
+        atol, rtol = tolerances(ctx, expected.dtype)
+        if np.allclose(actual.astype(np.float64), expected.astype(np.float64), atol=atol,
+                       rtol=rtol, equal_nan=True):
+            continue
+        max_abs, max_rel = differences(expected, actual)
+        errors = (f"max abs error {max_abs:.3g}, max rel error {max_rel:.3g} (atol {atol:g}, "
+                  f"rtol {rtol:g})" if max_abs > atol else "where both are finite they match")
+        report_at_output(ctx, "ONNX703", index, f"Output `{output}` differs from PyTorch on "
+                         f"{runtime}{_where(expected, actual, atol, rtol, runtime)}; {errors}.",
+                         data=FindingData(output=output, max_abs=max_abs, max_rel=max_rel,
+                                          atol=atol, rtol=rtol))
+        matched = False
+    return matched
+
+
+def _where(expected: np.ndarray, actual: np.ndarray, atol: float, rtol: float,
+           runtime: str) -> str:
+    """How many values differ and the first of them (NaN against a number too, which the
+    largest error, over the values finite in both, does not show)."""
+    close = np.isclose(actual.astype(np.float64), expected.astype(np.float64), atol=atol,
+                       rtol=rtol, equal_nan=True)
+    differing = np.argwhere(~close)
+    if not len(differing):
+        return ""
+    first = tuple(int(i) for i in differing[0])
+    return (f" at {len(differing)} of {expected.size} values (first at index {list(first)}: "
+            f"PyTorch {expected[first]}, {runtime} {actual[first]})")
+
+
+def _report_at_node(ctx: CheckContext, rule: str, node_name: str,
+                    message: Callable[[str], str]) -> None:
+    """``message`` (given the node as "`name` (OpType)") at the line node ``node_name`` was
+    exported from, as the exporter recorded it."""
+    node = next((n for n in ctx.need_translated().model_proto.graph.node
+                 if n.name == node_name), None)
+    op_type = node.op_type if node is not None else "?"
+    where = (ctx.map_stack_trace(metadata(node).get(STACK_TRACE_KEY), hint=op_type)
+             if node is not None else None)
+    ctx.report(rule, message(f"`{node_name}` ({op_type})"), where,
+               data=FindingData(onnx_node=node_name, op_type=op_type))

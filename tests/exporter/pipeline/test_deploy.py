@@ -1,0 +1,135 @@
+"""The deploy stage (issue 43): the model on the runtimes named in ``runtimes`` besides ONNX
+Runtime's CPU provider, each verdict in the summary, each finding's message; the setting and
+the pragma key. Real OpenVINO throughout (installed by scripts/setup.sh). Where each finding
+sits is in test_fixture_diagnostics' table; that OpenVINO by itself, on the plain exporter's
+model, says the same is the differential corpus's judgement (tests/corpus, the fixture
+``runtimes/model.py``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from exporter.config.options import ExportOptions
+from exporter.pipeline.session import ExportSession
+from tests.conftest import FIXTURES, REPO
+
+RUNTIMES = "runtimes/model.py"
+
+
+def _targets(fixture_results):
+    return {target.name: target for target in fixture_results[RUNTIMES][1].targets}
+
+
+def test_each_target_says_what_openvino_made_of_it(fixture_results):
+    verdicts = {name: [(run.runtime, run.state) for run in target.summary.runtimes]
+                for name, target in _targets(fixture_results).items()}
+    assert verdicts == {
+        "Volumes": [("openvino-cpu", "fails")], "LogVolume": [("openvino-cpu", "fails")],
+        "corners": [("openvino-cpu", "fails")], "Noisy": [("openvino-cpu", "fails")],
+        "Clipped": [("openvino-cpu", "differs")], "Ranked": [("openvino-cpu", "differs")],
+        "Halved": [("openvino-cpu", "differs")], "Fine": [("openvino-cpu", "matches")],
+        "OnGpu": [("cuda", "not run here")], "Misnamed": []}
+    states = {name: target.stage("deploy").state.value
+              for name, target in _targets(fixture_results).items()}
+    assert states == {"Volumes": "failed", "LogVolume": "failed", "corners": "failed",
+                      "Noisy": "failed", "Clipped": "failed", "Ranked": "failed",
+                      "Halved": "failed", "Fine": "passed", "OnGpu": "skipped",
+                      "Misnamed": "skipped"}
+    fine = _targets(fixture_results)["Fine"]
+    assert fine.diagnostics == [] and fine.summary.runtimes[0].nodes
+
+
+def test_the_messages_name_the_node_the_operator_and_the_values(fixture_results):
+    by_target = {name: [d.message for d in target.diagnostics]
+                 for name, target in _targets(fixture_results).items()}
+    assert by_target["Volumes"] == [
+        "OpenVINO (CPU) cannot convert ONNX node `n0` (Det): it has no conversion rule for "
+        "this operator, so the model does not load there."]
+    assert _targets(fixture_results)["Volumes"].summary.runtimes[0].unsupported == ("n0",)
+    (noisy,) = by_target["Noisy"]
+    assert noisy.startswith("OpenVINO (CPU) failed to compile the model at ONNX node "
+                            "`node_mul` (Mul): [RandomUniformFusion]")
+    assert "Exception from src/" not in noisy  # the C++ positions of each re-throw
+    assert by_target["Clipped"] == [
+        "Output `clamp` differs from PyTorch on OpenVINO (CPU) at 1 of 4 values (first at "
+        "index [1]: PyTorch nan, OpenVINO (CPU) -1.0); where both are finite they match."]
+    assert by_target["Halved"] == [
+        "Output `bitwise_right_shift` differs from PyTorch on OpenVINO (CPU) at 2 of 4 values "
+        "(first at index [0]: PyTorch -150, OpenVINO (CPU) -1); max abs error 149, max rel "
+        "error 0.993 (atol 0, rtol 0)."]
+    (gpu,) = by_target["OnGpu"]
+    assert gpu.startswith("Not checked on ONNX Runtime's CUDA provider: this machine's "
+                          "onnxruntime has no CUDAExecutionProvider")
+    assert by_target["Misnamed"] == [
+        "`runtimes` names no runtime: 'openvino' (known: ort-cpu, openvino-cpu, cuda, "
+        "tensorrt)."]
+
+
+DETERMINANT = textwrap.dedent("""\
+    import torch
+
+
+    # onnx-export: args=(torch.randn(2, 3, 3),)
+    class Det(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.det(x)
+
+
+    # onnx-export: args=(torch.randn(2, 3, 3),), runtimes=["ort-cpu"]
+    class OnlyOnnxRuntime(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.det(x)
+    """)
+
+
+def test_the_setting_names_runtimes_for_every_target_and_the_pragma_overrides_it(tmp_path):
+    (tmp_path / "model.py").write_text(DETERMINANT)
+    default = ExportSession().check_file(tmp_path / "model.py", tmp_path)
+    assert [d.rule for d in default.diagnostics] == []  # ort-cpu alone: today's check
+    assert default.targets[0].stage("deploy").reason.startswith("no runtime named")
+    session = ExportSession(ExportOptions(runtimes=("ort-cpu", "openvino-cpu")))
+    result = session.check_file(tmp_path / "model.py", tmp_path)
+    rules = {t.name: [(d.rule, d.location.range.start.line) for d in t.diagnostics]
+             for t in result.targets}
+    assert rules == {"Det": [("ONNX701", 7)], "OnlyOnnxRuntime": []}
+
+
+@pytest.mark.primary_torch
+def test_a_broken_openvino_is_named_not_a_crash(tmp_path):
+    """An ``openvino`` that does not import (a broken install) leaves the runtime not run
+    here, with the reason; the reference check is unchanged."""
+    shadow = tmp_path / "shadow" / "openvino"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text('raise ImportError("libopenvino.so: cannot open")\n')
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "model.py").write_text(DETERMINANT)
+    done = subprocess.run(
+        [sys.executable, "-m", "onnxlens", "check", "model.py", "--runtimes", "openvino-cpu",
+        ],
+        cwd=workspace, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": f"{shadow.parent}:{REPO}", "PATH": "/usr/bin:/bin",
+             "HOME": str(tmp_path)})
+    lines = [line for line in done.stdout.splitlines() if line.startswith("model.py:")]
+    assert lines == [
+        "model.py:5:7: warning[ONNX704]: Not checked on OpenVINO (CPU): the `openvino` "
+        "package does not import (libopenvino.so: cannot open; pip install "
+        "'onnxlens[runtimes]'). Nothing was proven for it."], done.stdout + done.stderr
+    assert done.returncode == 0
+
+
+@pytest.mark.primary_torch
+@pytest.mark.parametrize("flag, problem", [
+    ("openvino", "names no runtime: 'openvino'"),
+    ("openvino-cpu,gpu", "names no runtime: 'gpu'"),
+])
+def test_a_bad_runtimes_flag_is_a_usage_error(flag, problem):
+    done = subprocess.run([sys.executable, "-m", "onnxlens", "check",
+                           str(FIXTURES / "clean"), "--runtimes", flag],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 2
+    assert problem in done.stderr
