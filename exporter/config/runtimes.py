@@ -9,6 +9,10 @@ from __future__ import annotations
 RUNTIMES: dict[str, str] = {
     "ort-cpu": "ONNX Runtime's CPU execution provider (every check runs it)",
     "openvino-cpu": "OpenVINO on the CPU (the `openvino` package, onnxlens's `runtimes` extra)",
+    "nnapi": "ONNX Runtime's NNAPI provider (Android): which nodes it takes, from ONNX "
+             "Runtime's operator table (static: it does not run here)",
+    "coreml": "ONNX Runtime's CoreML provider (Apple devices): which nodes it takes, from ONNX "
+              "Runtime's operator table (static: it does not run here)",
     "cuda": "ONNX Runtime's CUDA execution provider (run where onnxruntime has it and a GPU is)",
     "tensorrt": "ONNX Runtime's TensorRT execution provider (run where onnxruntime has it and a "
                 "GPU is)",

@@ -58,8 +58,10 @@ class NumericsRun:
 @dataclass(frozen=True)
 class RuntimeRun:
     """The deploy stage's check of one runtime (docs/runtimes.md): ``state`` is ``matches``
-    (ran, outputs match PyTorch), ``differs``, ``fails`` (did not load, compile or run) or
-    ``not run here``; ``unsupported``: the ONNX nodes it could not take."""
+    (ran, outputs match PyTorch), ``differs``, ``fails`` (did not load, compile or run),
+    ``not run here``, or for a provider judged from its operator table, ``supported`` (every
+    node) or ``falls back`` (some nodes to the CPU); ``unsupported``: the ONNX nodes it could
+    not take."""
 
     runtime: str
     state: str
@@ -67,6 +69,7 @@ class RuntimeRun:
     nodes: int | None = None  # the runtime's own graph, when it loaded the model
     unsupported: tuple[str, ...] = ()
     detail: str = ""
+    partitions: int | None = None  # the runtime's subgraphs, where nodes fall back to the CPU
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -16,18 +16,20 @@ import torch
 from exporter.config.runtimes import REFERENCE_RUNTIME
 from exporter.findings.diagnostics import FindingData
 from exporter.findings.result import RuntimeRun
-from exporter.pipeline import openvino_runner, ort_runner
+from exporter.pipeline import mobile_partitions, openvino_runner, ort_runner
 from exporter.pipeline.comparing import differences, report_at_output, tolerances
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.locating import short_message
 from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, metadata
 from exporter.pipeline.stages.base import StageFailed, StageSkipped
+from exporter.source.traces import Mapped
 
 #: ONNX Runtime's execution provider of each runtime run through onnxruntime
 _PROVIDERS = {"cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider"}
 _NAMES = {"openvino-cpu": "OpenVINO (CPU)", "cuda": "ONNX Runtime's CUDA provider",
-          "tensorrt": "ONNX Runtime's TensorRT provider"}
+          "tensorrt": "ONNX Runtime's TensorRT provider", "nnapi": "NNAPI",
+          "coreml": "CoreML"}
 
 
 def requested(ctx: CheckContext) -> list[str]:
@@ -51,15 +53,19 @@ def blocked(ctx: CheckContext) -> str:
 
 def run(ctx: CheckContext) -> None:
     failed, ran = False, False
+    fallbacks: list[_Fallback] = []
     for runtime in requested(ctx):
         started = time.perf_counter()
         if runtime == "openvino-cpu":
             outcome = _openvino(ctx)
+        elif runtime in ("nnapi", "coreml"):
+            outcome = _mobile(ctx, runtime, fallbacks)
         else:
             outcome = _not_run_here(ctx, runtime, _why_not_here(runtime))
         ctx.summary.runtimes.append(replace(outcome, seconds=time.perf_counter() - started))
         failed = failed or outcome.state in ("fails", "differs")
         ran = ran or outcome.state != "not run here"
+    _report_fallbacks(ctx, fallbacks)
     if failed:
         raise StageFailed
     if not ran:
@@ -112,6 +118,50 @@ def _openvino(ctx: CheckContext) -> RuntimeRun:
         return RuntimeRun(runtime, "fails", nodes=outcome.nodes, detail=detail)
     matched = _compare(ctx, name, loaded.eager_outputs, outcome.outputs)
     return RuntimeRun(runtime, "matches" if matched else "differs", nodes=outcome.nodes)
+
+
+@dataclass(frozen=True)
+class _Fallback:
+    runtime: str  # its name in messages
+    node: onnx.NodeProto
+    why: str
+    share: str  # how much of the graph the runtime takes
+
+
+def _mobile(ctx: CheckContext, runtime: str, fallbacks: list[_Fallback]) -> RuntimeRun:
+    """NNAPI or CoreML, judged from ONNX Runtime's operator table (neither runs here)."""
+    model = ctx.need_translated().model_proto
+    found = mobile_partitions.partition(model, runtime)
+    nodes = {node.name: node for node in model.graph.node}
+    share = (f"{_NAMES[runtime]} takes {found.supported} of {found.nodes} nodes, in "
+             f"{found.partitions} partition(s)")
+    fallbacks += [_Fallback(_NAMES[runtime], nodes[name], why, share)
+                  for name, why in found.fallen_back if name in nodes]
+    return RuntimeRun(runtime, "falls back" if found.fallen_back else "supported",
+                      nodes=found.nodes, unsupported=tuple(n for n, _ in found.fallen_back),
+                      detail="ONNX Runtime's operator table (static; it does not run here)",
+                      partitions=found.partitions)
+
+
+def _report_fallbacks(ctx: CheckContext, fallbacks: list[_Fallback]) -> None:
+    """One ONNX705 per source line: every node of it some runtime leaves to the CPU."""
+    by_line: dict[tuple[str, object], list[tuple[_Fallback, Mapped | None]]] = {}
+    for fallback in fallbacks:
+        where = ctx.map_stack_trace(metadata(fallback.node).get(STACK_TRACE_KEY),
+                                    hint=fallback.node.op_type)
+        key = (str(where.location.path), where.location.range) if where else ("", None)
+        by_line.setdefault(key, []).append((fallback, where))
+    for entries in by_line.values():
+        runtimes: dict[str, list[_Fallback]] = {}
+        for fallback, _ in entries:
+            runtimes.setdefault(fallback.runtime, []).append(fallback)
+        parts = [f"not on {runtime}, " + ", ".join(
+            f"`{f.node.name}` ({f.node.op_type}: {f.why})" for f in found)
+            + f" ({found[0].share})" for runtime, found in runtimes.items()]
+        ctx.report("ONNX705", "Runs on the CPU (ONNX Runtime's operator tables; these "
+                   "providers do not run here): " + "; ".join(parts) + ".", entries[0][1],
+                   data=FindingData(onnx_node=entries[0][0].node.name,
+                                    op_type=entries[0][0].node.op_type))
 
 
 def _feeds(model: onnx.ModelProto, args: tuple, kwargs: dict[str, Any]

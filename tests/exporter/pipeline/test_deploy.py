@@ -32,13 +32,16 @@ def test_each_target_says_what_openvino_made_of_it(fixture_results):
         "corners": [("openvino-cpu", "fails")], "Noisy": [("openvino-cpu", "fails")],
         "Clipped": [("openvino-cpu", "differs")], "Ranked": [("openvino-cpu", "differs")],
         "Halved": [("openvino-cpu", "differs")], "Fine": [("openvino-cpu", "matches")],
-        "OnGpu": [("cuda", "not run here")], "Misnamed": []}
+        "OnGpu": [("cuda", "not run here")], "Misnamed": [],
+        "OnPhones": [("nnapi", "falls back"), ("coreml", "falls back")],
+        "AnyBatch": [("nnapi", "falls back")], "CoreMlReady": [("coreml", "supported")]}
     states = {name: target.stage("deploy").state.value
               for name, target in _targets(fixture_results).items()}
     assert states == {"Volumes": "failed", "LogVolume": "failed", "corners": "failed",
                       "Noisy": "failed", "Clipped": "failed", "Ranked": "failed",
                       "Halved": "failed", "Fine": "passed", "OnGpu": "skipped",
-                      "Misnamed": "skipped"}
+                      "Misnamed": "skipped", "OnPhones": "passed", "AnyBatch": "passed",
+                      "CoreMlReady": "passed"}
     fine = _targets(fixture_results)["Fine"]
     assert fine.diagnostics == [] and fine.summary.runtimes[0].nodes
 
@@ -64,9 +67,22 @@ def test_the_messages_name_the_node_the_operator_and_the_values(fixture_results)
     (gpu,) = by_target["OnGpu"]
     assert gpu.startswith("Not checked on ONNX Runtime's CUDA provider: this machine's "
                           "onnxruntime has no CUDAExecutionProvider")
+    phones = _targets(fixture_results)["OnPhones"]
+    assert [(d.message, d.location.range.start.line) for d in phones.diagnostics] == [
+        ("Runs on the CPU (ONNX Runtime's operator tables; these providers do not run here): "
+         "not on NNAPI, `node_sum_1` (ReduceSum: operator not in its table) (NNAPI takes 3 of 5 "
+         "nodes, in 1 partition(s)).", 102),
+        ("Runs on the CPU (ONNX Runtime's operator tables; these providers do not run here): "
+         "not on NNAPI, `n0` (Det: operator not in its table) (NNAPI takes 3 of 5 nodes, in 1 "
+         "partition(s)); not on CoreML, `n0` (Det: operator not in its table) (CoreML takes 4 "
+         "of 5 nodes, in 1 partition(s)).", 103)]
+    assert [(r.runtime, r.unsupported, r.partitions) for r in phones.summary.runtimes] == [
+        ("nnapi", ("node_sum_1", "n0"), 1), ("coreml", ("n0",), 1)]
+    (batch,) = by_target["AnyBatch"]
+    assert "`node_linear` (Gemm: an input of dynamic shape" in batch
     assert by_target["Misnamed"] == [
-        "`runtimes` names no runtime: 'openvino' (known: ort-cpu, openvino-cpu, cuda, "
-        "tensorrt)."]
+        "`runtimes` names no runtime: 'openvino' (known: ort-cpu, openvino-cpu, nnapi, "
+        "coreml, cuda, tensorrt)."]
 
 
 DETERMINANT = textwrap.dedent("""\

@@ -148,6 +148,9 @@ EXPECTED = {
         ("ONNX703", "model.py", 67, 22, 67, 48, "error"),  # sort with NaN
         ("ONNX703", "model.py", 74, 16, 74, 52, "error"),  # shift of a negative int64
         ("ONNX704", "model.py", 87, 52, 87, 60, "warning"),  # no CUDA here
+        ("ONNX705", "model.py", 102, 18, 102, 35, "warning"),  # NNAPI: no ReduceSum
+        ("ONNX705", "model.py", 103, 27, 103, 46, "warning"),  # NNAPI and CoreML: no Det
+        ("ONNX705", "model.py", 113, 16, 113, 42, "warning"),  # NNAPI: a dynamic batch
     ],
     "verdicts/opsets.py": [("ONNX203", "opsets.py", 25, 49, 25, 54, "warning")],
     "verdicts/sparse_tensors.py": [],
