@@ -80,6 +80,8 @@ if [ "$extension" = 1 ]; then
 fi
 
 bash "$repo/tools/sarif/install.sh" >/dev/null
+# ONNX Runtime Web for the deploy stage's `ort-web` (tests/exporter/pipeline/test_deploy.py)
+bash "$repo/tools/ort-web/install.sh" >/dev/null
 "$venv/bin/ruff" check .
 "$venv/bin/python" -m mypy
 "$venv/bin/lint-imports" --no-cache  # the import contracts: [tool.importlinter]

@@ -9,6 +9,8 @@ from __future__ import annotations
 RUNTIMES: dict[str, str] = {
     "ort-cpu": "ONNX Runtime's CPU execution provider (every check runs it)",
     "openvino-cpu": "OpenVINO on the CPU (the `openvino` package, onnxlens's `runtimes` extra)",
+    "ort-web": "ONNX Runtime Web, its WebAssembly backend (what a browser runs without a GPU), "
+               "under Node.js (the npm package onnxruntime-web)",
     "nnapi": "ONNX Runtime's NNAPI provider (Android): which nodes it takes, from ONNX "
              "Runtime's operator table (static: it does not run here)",
     "coreml": "ONNX Runtime's CoreML provider (Apple devices): which nodes it takes, from ONNX "

@@ -167,9 +167,11 @@ SETTINGS = (
             pyproject="opset", minimum=7, nullable=True, per_folder=True),
     Setting("runtimes", "runtimes", list(DEFAULT_RUNTIMES), "the runtimes the exported model "
             "is checked on besides ONNX Runtime's CPU provider, which every check runs: "
-            "`openvino-cpu`, `nnapi`, `coreml`, `cuda`, `tensorrt` (docs/runtimes.md)",
+            "`openvino-cpu`, `ort-web`, `nnapi`, `coreml`, `cuda`, `tensorrt` "
+            "(docs/runtimes.md)",
             pyproject="runtimes", cli="--runtimes", cli_help="comma-separated runtimes to "
-            "check the exported model on as well: openvino-cpu, nnapi, coreml, cuda, tensorrt "
+            "check the exported model on as well: openvino-cpu, ort-web, nnapi, coreml, cuda, "
+            "tensorrt "
             "(ort-cpu is always checked; "
             "docs/runtimes.md)", per_folder=True),
     Setting("select", "rules", [], "report only these rule ids or prefixes (empty: every "

@@ -75,7 +75,7 @@ TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2), "float32": (1e-
               "float64": (1e-7, 1e-5)}
 _MESSAGE_LINES = 6
 #: the runtime names the `runtimes` key takes (docs/runtimes.md)
-_RUNTIMES = ("ort-cpu", "openvino-cpu", "nnapi", "coreml", "cuda", "tensorrt")
+_RUNTIMES = ("ort-cpu", "openvino-cpu", "ort-web", "nnapi", "coreml", "cuda", "tensorrt")
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 
 

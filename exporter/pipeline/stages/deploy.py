@@ -16,19 +16,22 @@ import torch
 from exporter.config.runtimes import REFERENCE_RUNTIME
 from exporter.findings.diagnostics import FindingData
 from exporter.findings.result import RuntimeRun
-from exporter.pipeline import mobile_partitions, openvino_runner, ort_runner
+from exporter.pipeline import mobile_partitions, openvino_runner, ort_runner, ort_web_runner
 from exporter.pipeline.comparing import differences, report_at_output, tolerances
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.locating import short_message
-from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, metadata
+from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, find_nodes, metadata, names_in_message
 from exporter.pipeline.stages.base import StageFailed, StageSkipped
 from exporter.source.traces import Mapped
 
+#: what ONNX Runtime says of an operator it has no kernel for (with these input types)
+_NO_KERNEL = "Could not find an implementation"
 #: ONNX Runtime's execution provider of each runtime run through onnxruntime
 _PROVIDERS = {"cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider"}
 _NAMES = {"openvino-cpu": "OpenVINO (CPU)", "cuda": "ONNX Runtime's CUDA provider",
           "tensorrt": "ONNX Runtime's TensorRT provider", "nnapi": "NNAPI",
+          "ort-web": "ONNX Runtime Web (WebAssembly)",
           "coreml": "CoreML"}
 
 
@@ -58,6 +61,8 @@ def run(ctx: CheckContext) -> None:
         started = time.perf_counter()
         if runtime == "openvino-cpu":
             outcome = _openvino(ctx)
+        elif runtime == "ort-web":
+            outcome = _ort_web(ctx)
         elif runtime in ("nnapi", "coreml"):
             outcome = _mobile(ctx, runtime, fallbacks)
         else:
@@ -107,17 +112,57 @@ def _openvino(ctx: CheckContext) -> RuntimeRun:
         return RuntimeRun(runtime, "fails", nodes=outcome.nodes,
                           unsupported=outcome.unconverted, detail="unconverted operators")
     if outcome.failed_step is not None:
-        detail = short_message(outcome.message)
-        named = openvino_runner.nodes_in_message(outcome.message, node_names)
-        headline = f"{name} failed to {outcome.failed_step} the model"
-        for node_name in named:
-            _report_at_node(ctx, "ONNX702", node_name,
-                            lambda node: f"{headline} at ONNX node {node}: {detail}")
-        if not named:
-            ctx.report("ONNX702", f"{headline}: {detail}")
+        detail = _report_failure(ctx, "ONNX702", _failed(name, outcome.failed_step),
+                                 outcome.message,
+                                 openvino_runner.nodes_in_message(outcome.message, node_names))
         return RuntimeRun(runtime, "fails", nodes=outcome.nodes, detail=detail)
     matched = _compare(ctx, name, loaded.eager_outputs, outcome.outputs)
     return RuntimeRun(runtime, "matches" if matched else "differs", nodes=outcome.nodes)
+
+
+def _ort_web(ctx: CheckContext) -> RuntimeRun:
+    runtime = "ort-web"
+    missing = ort_web_runner.unavailable()
+    if missing is not None:
+        return _not_run_here(ctx, runtime, missing)
+    translated, loaded = ctx.need_translated(), ctx.need_loaded()
+    model = translated.model_proto
+    outcome = ort_web_runner.run(model, translated.weights,
+                                 _feeds(model, loaded.args, loaded.kwargs))
+    name = _NAMES[runtime]
+    if outcome.failed_step is not None:
+        node, op_type = names_in_message(outcome.message)
+        named = [found.name for found in find_nodes(model, node, op_type)]
+        if _NO_KERNEL in outcome.message:
+            detail = _report_failure(ctx, "ONNX701", lambda node, detail: (
+                f"{name} has no kernel for "
+                + (f"ONNX node {node}" if node else "a node of the model")
+                + f" with its input types, so the model does not load there: {detail}"),
+                outcome.message, named)
+        else:
+            detail = _report_failure(ctx, "ONNX702", _failed(name, outcome.failed_step),
+                                     outcome.message, named)
+        return RuntimeRun(runtime, "fails", unsupported=tuple(named) if _NO_KERNEL in
+                          outcome.message else (), detail=detail)
+    matched = _compare(ctx, name, loaded.eager_outputs, outcome.outputs)
+    return RuntimeRun(runtime, "matches" if matched else "differs")
+
+
+def _failed(runtime: str, step: str) -> Callable[[str, str], str]:
+    return lambda node, detail: (f"{runtime} failed to {step} the model"
+                                 + (f" at ONNX node {node}" if node else "") + f": {detail}")
+
+
+def _report_failure(ctx: CheckContext, rule: str, at_node: Callable[[str, str], str],
+                    message: str, node_names: list[str]) -> str:
+    """The runtime's ``message`` at each node it names (``at_node(node, detail)`` says it),
+    else on the target (``at_node("", detail)``); returns the message as shown."""
+    detail = short_message(message)
+    for node_name in node_names:
+        _report_at_node(ctx, rule, node_name, lambda node: at_node(node, detail))
+    if not node_names:
+        ctx.report(rule, at_node("", detail))
+    return detail
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """The deploy stage (issue 43): the model on the runtimes named in ``runtimes`` besides ONNX
 Runtime's CPU provider, each verdict in the summary, each finding's message; the setting and
-the pragma key. Real OpenVINO throughout (installed by scripts/setup.sh). Where each finding
-sits is in test_fixture_diagnostics' table; that OpenVINO by itself, on the plain exporter's
-model, says the same is the differential corpus's judgement (tests/corpus, the fixture
-``runtimes/model.py``)."""
+the pragma key. Real OpenVINO (scripts/setup.sh), real ONNX Runtime Web under Node.js
+(tools/ort-web/install.sh, which scripts/test.sh runs) and ONNX Runtime's own mobile tables.
+Where each finding sits is in test_fixture_diagnostics' table; that OpenVINO by itself, on
+the plain exporter's model, says the same is the differential corpus's judgement
+(tests/corpus, the fixture ``runtimes/model.py``)."""
 
 from __future__ import annotations
 
@@ -34,14 +35,16 @@ def test_each_target_says_what_openvino_made_of_it(fixture_results):
         "Halved": [("openvino-cpu", "differs")], "Fine": [("openvino-cpu", "matches")],
         "OnGpu": [("cuda", "not run here")], "Misnamed": [],
         "OnPhones": [("nnapi", "falls back"), ("coreml", "falls back")],
-        "AnyBatch": [("nnapi", "falls back")], "CoreMlReady": [("coreml", "supported")]}
+        "AnyBatch": [("nnapi", "falls back")], "CoreMlReady": [("coreml", "supported")],
+        "InTheBrowser": [("ort-web", "matches"), ("openvino-cpu", "matches")],
+        "DoubleErf": [("ort-web", "fails")]}
     states = {name: target.stage("deploy").state.value
               for name, target in _targets(fixture_results).items()}
     assert states == {"Volumes": "failed", "LogVolume": "failed", "corners": "failed",
                       "Noisy": "failed", "Clipped": "failed", "Ranked": "failed",
                       "Halved": "failed", "Fine": "passed", "OnGpu": "skipped",
                       "Misnamed": "skipped", "OnPhones": "passed", "AnyBatch": "passed",
-                      "CoreMlReady": "passed"}
+                      "CoreMlReady": "passed", "InTheBrowser": "passed", "DoubleErf": "failed"}
     fine = _targets(fixture_results)["Fine"]
     assert fine.diagnostics == [] and fine.summary.runtimes[0].nodes
 
@@ -78,11 +81,14 @@ def test_the_messages_name_the_node_the_operator_and_the_values(fixture_results)
          "of 5 nodes, in 1 partition(s)).", 103)]
     assert [(r.runtime, r.unsupported, r.partitions) for r in phones.summary.runtimes] == [
         ("nnapi", ("node_sum_1", "n0"), 1), ("coreml", ("n0",), 1)]
+    assert by_target["DoubleErf"][1].startswith(
+        "ONNX Runtime Web (WebAssembly) has no kernel for ONNX node `n0` (Erf) with its input "
+        "types, so the model does not load there: ")
     (batch,) = by_target["AnyBatch"]
     assert "`node_linear` (Gemm: an input of dynamic shape" in batch
     assert by_target["Misnamed"] == [
-        "`runtimes` names no runtime: 'openvino' (known: ort-cpu, openvino-cpu, nnapi, "
-        "coreml, cuda, tensorrt)."]
+        "`runtimes` names no runtime: 'openvino' (known: ort-cpu, openvino-cpu, ort-web, "
+        "nnapi, coreml, cuda, tensorrt)."]
 
 
 DETERMINANT = textwrap.dedent("""\
