@@ -31,4 +31,6 @@ def test_examples(monkeypatch, capsys):
     mlp_inputs = targets["MLPModel"]["summary"]["inputs"]
     assert [i["name"] for i in mlp_inputs] == ["tensor_input", "tensor_x", "list_input_index_0"]
     assert all(i["shape"] == ["batch_size", 8] for i in mlp_inputs)
-    assert all(s["state"] == "passed" for s in targets["MNISTModel"]["stages"])
+    stages = {s["name"]: s["state"] for s in targets["MNISTModel"]["stages"]}
+    assert stages.pop("deploy") == "skipped"  # no runtime named besides ort-cpu
+    assert set(stages.values()) == {"passed"}
