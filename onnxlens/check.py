@@ -19,6 +19,7 @@ from exporter.findings.result import CheckResult
 from exporter.reports.render import (
     display_path,
     format_findings,
+    format_runtimes,
     format_summary,
     format_text,
     result_json,
@@ -128,6 +129,9 @@ def _write_reports(args: argparse.Namespace, result: CheckResult,
                                                            report_format="sarif"))
         print(f"onnxlens: wrote {display_path(args.sarif_file)}", file=sys.stderr)
     if streaming:
+        runtimes = format_runtimes(result)
+        if runtimes:
+            print(runtimes, end="\n\n")
         print(format_summary(result, diagnostics), end="")
         return
     text = render_check(args, result, diagnostics, root, toolchain)

@@ -54,17 +54,20 @@ def unavailable() -> str | None:
 
 
 def _modules() -> Path | None:
+    """The ``node_modules`` holding onnxruntime-web (npm's global root is asked last: that
+    takes a process)."""
     candidates = [Path(os.environ[MODULES_VARIABLE])] if os.environ.get(MODULES_VARIABLE) \
         else []
     candidates.append(_CHECKOUT_MODULES)
+    found = next((path for path in candidates if (path / "onnxruntime-web").is_dir()), None)
+    if found is not None:
+        return found
     try:
         root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True,
                               timeout=30, stdin=subprocess.DEVNULL).stdout.strip()
-        if root:
-            candidates.append(Path(root))
     except (OSError, subprocess.SubprocessError):
-        pass
-    return next((path for path in candidates if (path / "onnxruntime-web").is_dir()), None)
+        return None
+    return Path(root) if root and (Path(root) / "onnxruntime-web").is_dir() else None
 
 
 def run(model: onnx.ModelProto, weights: dict[str, np.ndarray],

@@ -153,9 +153,36 @@ def _edit_lines(edits: tuple[FixEdit, ...]) -> list[str]:
 
 
 def format_text(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
-    if not diagnostics:
-        return format_summary(result, diagnostics)
-    return format_findings(diagnostics) + "\n\n" + format_summary(result, diagnostics)
+    parts = [format_findings(diagnostics)] if diagnostics else []
+    runtimes = format_runtimes(result)
+    if runtimes:
+        parts.append(runtimes)
+    return "\n\n".join([*parts, format_summary(result, diagnostics)])
+
+
+def format_runtimes(result: CheckResult) -> str:
+    """The deploy stage's table (docs/runtimes.md), one line per target and runtime; empty
+    when no runtime besides ONNX Runtime's CPU provider was named."""
+    rows = [(target.name, run) for target in result.targets for run in target.summary.runtimes]
+    if not rows:
+        return ""
+    names = max(len(name) for name, _ in rows)
+    runtimes = max(len(run.runtime) for _, run in rows)
+    lines = ["Runtimes:"]
+    for name, run in rows:
+        details = []
+        if run.unsupported:
+            shown = ", ".join(run.unsupported[:5]) + (", …" if len(run.unsupported) > 5 else "")
+            details.append(f"not taken: {shown}")
+        if run.partitions is not None:
+            details.append(f"{run.partitions} partition(s)")
+        if run.state == "not run here":
+            details.append(run.detail)
+        timing = f"{run.seconds:.2f} s" if run.state != "not run here" else ""
+        lines.append(f"  {name.ljust(names)}  {run.runtime.ljust(runtimes)}  {run.state}"
+                     + (f" ({'; '.join(details)})" if details else "")
+                     + (f"  {timing}" if timing else ""))
+    return "\n".join(lines)
 
 
 def format_findings(diagnostics: list[Diagnostic]) -> str:

@@ -68,12 +68,24 @@ def build_log(result: CheckResult, root: Path, *, absolute_root: bool = False,
         )],
         artifacts=artifacts.artifacts or None,
         column_kind="unicodeCodePoints",
+        properties=_runtimes(result),
         original_uri_base_ids=(
             {SRCROOT: sarif.ArtifactLocation(uri=root.resolve().as_uri() + "/")}
             if absolute_root else None
         ),
     )
     return sarif.SarifLog(version="2.1.0", schema_uri=SCHEMA_URI, runs=[run])
+
+
+def _runtimes(result: CheckResult) -> dict[str, Any] | None:
+    """The deploy stage's table (docs/runtimes.md): each target's verdict on each runtime
+    named besides ONNX Runtime's CPU provider, in the run's property bag."""
+    table = [{"target": target.name, "runtime": run.runtime, "state": run.state,
+              "seconds": round(run.seconds, 3), "nodes": run.nodes,
+              "unsupported": list(run.unsupported), "partitions": run.partitions,
+              "detail": run.detail}
+             for target in result.targets for run in target.summary.runtimes]
+    return {"runtimes": table} if table else None
 
 
 def to_dict(value: Any) -> Any:

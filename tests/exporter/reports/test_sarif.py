@@ -252,3 +252,17 @@ def test_every_quick_fix_of_a_finding_is_a_sarif_fix(tmp_path):
     marking = result["fixes"][1]["artifactChanges"][0]["replacements"][0]
     assert marking["deletedRegion"]["startLine"] == 4
     assert marking["insertedContent"]["text"] == "# onnx-export:\n"
+
+
+def test_the_runtimes_table_is_in_the_runs_property_bag(sarif_logs):
+    """Issue 43: each target's verdict on each runtime named besides ONNX Runtime's CPU
+    provider; a run that names none has no such bag."""
+    (run,) = sarif_logs["runtimes/model.py"]["runs"]
+    table = {(row["target"], row["runtime"]): row for row in run["properties"]["runtimes"]}
+    assert table[("Volumes", "openvino-cpu")]["state"] == "fails"
+    assert table[("Volumes", "openvino-cpu")]["unsupported"] == ["n0"]
+    assert table[("OnPhones", "nnapi")]["partitions"] == 1
+    assert table[("OnGpu", "cuda")]["state"] == "not run here"
+    assert len(table) == 16
+    (clean,) = sarif_logs["clean/convnet.py"]["runs"]
+    assert "properties" not in clean
