@@ -11,7 +11,13 @@ from typing import Any
 
 from lsprotocol import types
 
-from exporter.findings.result import ModelSummary, StageState, TargetResult, TensorSummary
+from exporter.findings.result import (
+    ModelSummary,
+    RuntimeRun,
+    StageState,
+    TargetResult,
+    TensorSummary,
+)
 from exporter.source.suppressions import UNUSED_RULE, with_rule_added
 from exporter.source.targets import Target
 from lsp_server.convert import PositionConverter, path_uri
@@ -101,6 +107,19 @@ def _io_table(title: str, values: list[TensorSummary]) -> list[str]:
     return [*rows, ""]
 
 
+def _runtime_table(runtimes: list[RuntimeRun]) -> list[str]:
+    """The deploy stage's verdict on each runtime named (docs/runtimes.md)."""
+    if not runtimes:
+        return []
+    rows = ["| runtime | verdict | not taken | time |", "|---|---|---|---|"]
+    for run in runtimes:
+        taken = ", ".join(f"`{name}`" for name in run.unsupported[:5]) + (
+            ", …" if len(run.unsupported) > 5 else "")
+        time = f"{run.seconds:.2f} s" if run.state != "not run here" else run.detail
+        rows.append(f"| {run.runtime} | {run.state} | {taken} | {time} |")
+    return [*rows, ""]
+
+
 def report_markdown(name: str, result: TargetResult | None, checking: bool = False) -> str:
     """The summary shown on hover and by ``onnxlens.showReport``."""
     if result is None:
@@ -119,8 +138,11 @@ def report_markdown(name: str, result: TargetResult | None, checking: bool = Fal
         shown = ", ".join(f"{op} ×{count}" for op, count in list(operators.items())[:12])
         more = f", … ({len(operators) - 12} more)" if len(operators) > 12 else ""
         lines += [f"Operators: {shown}{more}", ""]
+    lines += _runtime_table(summary.runtimes)
     stages = []
     for stage in result.stages:
+        if stage.name == "deploy" and not summary.runtimes:
+            continue  # no runtime named besides ONNX Runtime's CPU provider: nothing to say
         mark = _STATE_MARKS[stage.state]
         detail = f" ({stage.reason})" if stage.reason else ""
         stages.append(f"{mark} {stage.name} {stage.seconds:.2f} s{detail}")

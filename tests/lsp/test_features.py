@@ -358,3 +358,31 @@ def test_the_stub_is_added_to_the_pragmas_table_and_keeps_it(table, added):
     fixed = apply_edits(source, edits, types.PositionEncodingKind.Utf16)
     assert added in fixed
     assert "def i0_translation(x):\n" in fixed and "from onnxscript import opset18 as op\n" in fixed
+
+
+def test_the_hover_shows_each_runtimes_verdict_and_hides_a_deploy_stage_with_none():
+    """Issue 43: the runtimes named besides ONNX Runtime's CPU provider, a row each; without
+    any, the skipped deploy stage is not listed (it would say nothing)."""
+    from exporter.findings.positions import Range
+    from exporter.findings.result import (
+        ModelSummary,
+        RuntimeRun,
+        StageState,
+        StageStatus,
+        TargetResult,
+    )
+    from lsp_server.features import report_markdown
+
+    stages = [StageStatus("load", StageState.PASSED, 0.1),
+              StageStatus("deploy", StageState.SKIPPED, 0.0, "no runtime named besides ort-cpu")]
+    plain = TargetResult("Model", Path("/w/model.py"), Range.of(3, 7, 3, 12), stages)
+    assert "deploy" not in report_markdown("Model", plain)
+    runs = [RuntimeRun("openvino-cpu", "fails", 0.25, 8, ("n0",), "unconverted operators"),
+            RuntimeRun("cuda", "not run here", detail="no CUDAExecutionProvider here")]
+    named = TargetResult("Model", Path("/w/model.py"), Range.of(3, 7, 3, 12),
+                         [stages[0], StageStatus("deploy", StageState.FAILED, 0.3)],
+                         summary=ModelSummary(runtimes=runs))
+    text = report_markdown("Model", named)
+    assert "| openvino-cpu | fails | `n0` | 0.25 s |" in text
+    assert "| cuda | not run here |  | no CUDAExecutionProvider here |" in text
+    assert "✗ deploy 0.30 s" in text
