@@ -268,9 +268,10 @@ _RULES = [
          "Check on a machine that has the runtime, or install what the message names."),
     Rule("ONNX705", "runtime-cpu-fallback", "deploy", _W,
          "This node runs on the CPU, not on the accelerator you deploy to.",
-         "The execution provider named in `runtimes` does not take this node (NNAPI, CoreML: "
-         "by ONNX Runtime's operator table; an operator it lacks, or an input of dynamic "
-         "shape), so ONNX Runtime runs it on its CPU provider and cuts the graph into "
+         "The execution provider named in `runtimes` does not take this node (CUDA, TensorRT: "
+         "where ONNX Runtime placed it in a session; NNAPI, CoreML: by ONNX Runtime's "
+         "operator table, an operator it lacks or an input of dynamic shape), so ONNX Runtime "
+         "runs it on its CPU provider and cuts the graph into "
          "partitions around it, with copies between them. The model still runs.",
          "Use an operator the provider supports, or fix the input sizes (ONNX Runtime's "
          "`make_dynamic_shape_fixed`); or accept the fallback."),

@@ -25,14 +25,22 @@ if TYPE_CHECKING:
 
 
 
+CPU = "CPUExecutionProvider"
+
+
 def create_session(model: onnx.ModelProto, serialized: bytes | None = None,
-                   weights: dict[str, np.ndarray] | None = None) -> ort.InferenceSession:
-    """A CPU session for ``model`` (``serialized``: the same model, already serialized;
-    ``weights``: the data of its in-memory external initializers, see weights_apart)."""
+                   weights: dict[str, np.ndarray] | None = None,
+                   providers: tuple[str, ...] = (CPU,)) -> ort.InferenceSession:
+    """A session for ``model`` on ``providers`` in order of preference, CPU by default
+    (``serialized``: the same model, already serialized; ``weights``: the data of its
+    in-memory external initializers, see weights_apart). With another provider, which one runs
+    each node is recorded (``node_providers``)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only: failures are reported as diagnostics instead
+    if tuple(providers) != (CPU,):
+        options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     # ONNX Runtime reads these buffers in place: the session keeps them alive (below)
     weights = weights or {}
     values = [ort.OrtValue.ortvalue_from_numpy(array) for array in weights.values()]
@@ -41,15 +49,21 @@ def create_session(model: onnx.ModelProto, serialized: bytes | None = None,
     if serialized is None and model.ByteSize() < PROTOBUF_LIMIT:
         serialized = model.SerializeToString()
     if serialized is not None:
-        session = ort.InferenceSession(serialized, options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(serialized, options, providers=list(providers))
     else:
         with tempfile.TemporaryDirectory(prefix="onnxlens-") as directory:
             path = Path(directory) / "model.onnx"
             onnx.save_model(model, path, save_as_external_data=True, location="model.onnx.data")
-            session = ort.InferenceSession(str(path), options,
-                                           providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(str(path), options, providers=list(providers))
     session.onnxlens_weights = values
     return session
+
+
+def node_providers(session: ort.InferenceSession) -> dict[str, str]:
+    """The execution provider ONNX Runtime placed each node of its optimized graph on (fused
+    nodes carry names of their own)."""
+    return {node.name: subgraph.ep_name for subgraph in session.get_provider_graph_assignment_info()
+            for node in subgraph.get_nodes()}
 
 
 def flat_inputs(args: tuple, kwargs: dict[str, Any]) -> list[Any]:

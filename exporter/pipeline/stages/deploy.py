@@ -66,7 +66,7 @@ def run(ctx: CheckContext) -> None:
         elif runtime in ("nnapi", "coreml"):
             outcome = _mobile(ctx, runtime, fallbacks)
         else:
-            outcome = _not_run_here(ctx, runtime, _why_not_here(runtime))
+            outcome = _ort_provider(ctx, runtime, fallbacks)
         ctx.summary.runtimes.append(replace(outcome, seconds=time.perf_counter() - started))
         failed = failed or outcome.state in ("fails", "differs")
         ran = ran or outcome.state != "not run here"
@@ -77,14 +77,38 @@ def run(ctx: CheckContext) -> None:
         raise StageSkipped("no runtime named could run here (ONNX704)")
 
 
-def _why_not_here(runtime: str) -> str:
+def _ort_provider(ctx: CheckContext, runtime: str, fallbacks: list[_Fallback]) -> RuntimeRun:
+    """An execution provider of ONNX Runtime (CUDA, TensorRT), where this onnxruntime has it:
+    a session preferring it, the nodes ONNX Runtime placed on the CPU instead (ONNX705), a run
+    compared with PyTorch."""
     import onnxruntime as ort
 
     provider = _PROVIDERS[runtime]
     if provider not in ort.get_available_providers():
-        return (f"this machine's onnxruntime has no {provider} (it needs a GPU and "
-                "onnxruntime-gpu)")
-    return f"onnxlens does not run {provider} yet"
+        return _not_run_here(ctx, runtime, f"this machine's onnxruntime has no {provider} (it "
+                             "needs a GPU and onnxruntime-gpu)")
+    translated, loaded = ctx.need_translated(), ctx.need_loaded()
+    model, name = translated.model_proto, _NAMES[runtime]
+    try:
+        session = ort_runner.create_session(model, translated.model_bytes, translated.weights,
+                                            providers=(provider, ort_runner.CPU))
+        outputs = ort_runner.run(session, ort_runner.flat_inputs(
+            *fresh_copy(loaded.args, loaded.kwargs)))
+    except Exception as error:
+        node, op_type = names_in_message(str(error))
+        named = [found.name for found in find_nodes(model, node, op_type)]
+        detail = _report_failure(ctx, "ONNX702", _failed(name, "run"), str(error), named)
+        return RuntimeRun(runtime, "fails", detail=detail)
+    placed = ort_runner.node_providers(session)
+    nodes = {node.name: node for node in model.graph.node}
+    on_cpu = [node for node, where in placed.items() if where != provider]
+    share = f"{name} takes {len(placed) - len(on_cpu)} of {len(placed)} nodes"
+    fallbacks += [_Fallback(name, nodes[node], "ONNX Runtime placed it on the CPU", share)
+                  for node in on_cpu if node in nodes]
+    matched = _compare(ctx, name, loaded.eager_outputs, outputs)
+    state = ("matches" if matched else "differs") if not on_cpu else \
+        ("falls back" if matched else "differs")
+    return RuntimeRun(runtime, state, nodes=len(placed), unsupported=tuple(on_cpu))
 
 
 def _not_run_here(ctx: CheckContext, runtime: str, why: str) -> RuntimeRun:
@@ -179,7 +203,8 @@ def _mobile(ctx: CheckContext, runtime: str, fallbacks: list[_Fallback]) -> Runt
     found = mobile_partitions.partition(model, runtime)
     nodes = {node.name: node for node in model.graph.node}
     share = (f"{_NAMES[runtime]} takes {found.supported} of {found.nodes} nodes, in "
-             f"{found.partitions} partition(s)")
+             f"{found.partitions} partition(s), by ONNX Runtime's operator table: it does not "
+             "run here")
     fallbacks += [_Fallback(_NAMES[runtime], nodes[name], why, share)
                   for name, why in found.fallen_back if name in nodes]
     return RuntimeRun(runtime, "falls back" if found.fallen_back else "supported",
@@ -203,8 +228,7 @@ def _report_fallbacks(ctx: CheckContext, fallbacks: list[_Fallback]) -> None:
         parts = [f"not on {runtime}, " + ", ".join(
             f"`{f.node.name}` ({f.node.op_type}: {f.why})" for f in found)
             + f" ({found[0].share})" for runtime, found in runtimes.items()]
-        ctx.report("ONNX705", "Runs on the CPU (ONNX Runtime's operator tables; these "
-                   "providers do not run here): " + "; ".join(parts) + ".", entries[0][1],
+        ctx.report("ONNX705", "Runs on the CPU: " + "; ".join(parts) + ".", entries[0][1],
                    data=FindingData(onnx_node=entries[0][0].node.name,
                                     op_type=entries[0][0].node.op_type))
 

@@ -72,13 +72,14 @@ def test_the_messages_name_the_node_the_operator_and_the_values(fixture_results)
                           "onnxruntime has no CUDAExecutionProvider")
     phones = _targets(fixture_results)["OnPhones"]
     assert [(d.message, d.location.range.start.line) for d in phones.diagnostics] == [
-        ("Runs on the CPU (ONNX Runtime's operator tables; these providers do not run here): "
-         "not on NNAPI, `node_sum_1` (ReduceSum: operator not in its table) (NNAPI takes 3 of 5 "
-         "nodes, in 1 partition(s)).", 102),
-        ("Runs on the CPU (ONNX Runtime's operator tables; these providers do not run here): "
-         "not on NNAPI, `n0` (Det: operator not in its table) (NNAPI takes 3 of 5 nodes, in 1 "
-         "partition(s)); not on CoreML, `n0` (Det: operator not in its table) (CoreML takes 4 "
-         "of 5 nodes, in 1 partition(s)).", 103)]
+        ("Runs on the CPU: not on NNAPI, `node_sum_1` (ReduceSum: operator not in its table) "
+         "(NNAPI takes 3 of 5 nodes, in 1 partition(s), by ONNX Runtime's operator table: it "
+         "does not run here).", 102),
+        ("Runs on the CPU: not on NNAPI, `n0` (Det: operator not in its table) (NNAPI takes 3 "
+         "of 5 nodes, in 1 partition(s), by ONNX Runtime's operator table: it does not run "
+         "here); not on CoreML, `n0` (Det: operator not in its table) (CoreML takes 4 of 5 "
+         "nodes, in 1 partition(s), by ONNX Runtime's operator table: it does not run here).",
+         103)]
     assert [(r.runtime, r.unsupported, r.partitions) for r in phones.summary.runtimes] == [
         ("nnapi", ("node_sum_1", "n0"), 1), ("coreml", ("n0",), 1)]
     assert by_target["DoubleErf"][1].startswith(
@@ -155,3 +156,24 @@ def test_a_bad_runtimes_flag_is_a_usage_error(flag, problem):
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 2
     assert problem in done.stderr
+
+
+def test_where_onnx_runtime_placed_each_node_is_read_from_a_real_session(tmp_path):
+    """The ``cuda``/``tensorrt`` path where the provider exists: the nodes ONNX Runtime left to
+    the CPU. This onnxruntime has no GPU provider; its Azure provider takes no node, so every
+    node of a session preferring it is on the CPU, as an unsupported node would be."""
+    import torch
+
+    from exporter.pipeline import ort_runner
+
+    class Volumes(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.det(x) * 2
+
+    model = torch.onnx.export(Volumes(), (torch.randn(3, 4, 4),), dynamo=True).model_proto
+    session = ort_runner.create_session(
+        model, providers=("AzureExecutionProvider", ort_runner.CPU))
+    placed = ort_runner.node_providers(session)
+    assert placed and set(placed.values()) == {ort_runner.CPU}
+    assert set(placed) <= {node.name for node in model.graph.node}
+    assert {node.op_type for node in model.graph.node if node.name in placed} >= {"Det"}
