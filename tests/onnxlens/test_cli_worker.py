@@ -176,7 +176,9 @@ def test_user_code_sees_real_stdio_and_the_json_report_stays_clean():
         capture_output=True, text=True, timeout=300, cwd=folder)
     report = json.loads(done.stdout)
     assert report["diagnostics"] == []
-    assert {t["name"]: {s["state"] for s in t["stages"]} for t in report["targets"]} == {
+    # every stage passed, but deploy: skipped, no runtime named besides ONNX Runtime's CPU
+    assert {t["name"]: {s["state"] for s in t["stages"] if s["name"] != "deploy"}
+            for t in report["targets"]} == {
         name: {"passed"} for name in ("ConfiguresStdioAtImport", "WritesToStdout", "Noisy")}
     assert done.returncode == 0
     assert done.stderr == ""
