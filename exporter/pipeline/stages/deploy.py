@@ -29,10 +29,10 @@ from exporter.source.traces import Mapped
 _NO_KERNEL = "Could not find an implementation"
 #: ONNX Runtime's execution provider of each runtime run through onnxruntime
 _PROVIDERS = {"cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider"}
-_NAMES = {"openvino-cpu": "OpenVINO (CPU)", "cuda": "ONNX Runtime's CUDA provider",
-          "tensorrt": "ONNX Runtime's TensorRT provider", "nnapi": "NNAPI",
-          "ort-web": "ONNX Runtime Web (WebAssembly)",
-          "coreml": "CoreML"}
+#: each runtime as the messages name it
+_NAMES = {"openvino-cpu": "OpenVINO (CPU)", "ort-web": "ONNX Runtime Web (WebAssembly)",
+          "nnapi": "NNAPI", "coreml": "CoreML", "cuda": "ONNX Runtime's CUDA provider",
+          "tensorrt": "ONNX Runtime's TensorRT provider"}
 
 
 def requested(ctx: CheckContext) -> list[str]:
