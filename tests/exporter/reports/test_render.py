@@ -2,29 +2,46 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from exporter.findings.positions import Range
+from exporter.findings.result import CheckResult, ModelSummary, RuntimeRun, TargetResult
 from exporter.reports.render import format_runtimes, format_text
 
-
-def test_the_runtimes_table_has_a_line_per_target_and_runtime(fixture_results):
-    """Issue 43: after the findings, what each runtime named made of each target."""
-    _, result = fixture_results["runtimes/model.py"]
-    lines = format_runtimes(result).splitlines()
-    assert lines[0] == "Runtimes:"
-    rows = {tuple(line.split()[:2]): line for line in lines[1:]}
-    assert len(rows) == 16
-    assert " fails (not taken: n0)  " in rows[("Volumes", "openvino-cpu")]
-    assert " falls back (not taken: node_sum_1, n0; 1 partition(s))  " in \
-        rows[("OnPhones", "nnapi")]
-    assert rows[("OnGpu", "cuda")].endswith(
-        "not run here (this machine's onnxruntime has no CUDAExecutionProvider (it needs a "
-        "GPU and onnxruntime-gpu))")
-    assert rows[("Fine", "openvino-cpu")].split()[2] == "matches"
-    text = format_text(result, result.diagnostics)
-    assert text.index("Runtimes:") > text.index("error[ONNX701]")
-    assert text.index("Runtimes:") < text.index("Checked 15 target(s)")
+PATH = Path("/w/model.py")
 
 
-def test_no_table_without_runtimes(fixture_results):
-    _, result = fixture_results["clean/convnet.py"]
+def _target(name: str, *runs: RuntimeRun) -> TargetResult:
+    return TargetResult(name, PATH, Range.of(3, 7, 3, 12),
+                        summary=ModelSummary(runtimes=list(runs)))
+
+
+def test_the_runtimes_table_has_a_line_per_target_and_runtime():
+    """Issue 43: after the findings, what each runtime named made of each target (the
+    deploy stage's values are tests/exporter/pipeline/test_deploy.py's)."""
+    result = CheckResult(targets=[
+        _target("Volumes", RuntimeRun("openvino-cpu", "fails", 0.25, 8, ("n0",), "")),
+        _target("OnPhones",
+                RuntimeRun("nnapi", "falls back", 0.01, 5, ("node_sum_1", "n0"), "", 1),
+                RuntimeRun("coreml", "supported", 0.0, 5, (), "", 1)),
+        _target("Many", RuntimeRun("nnapi", "falls back", 0.02, 9,
+                                   tuple(f"n{i}" for i in range(7)), "", 3)),
+        _target("OnGpu", RuntimeRun("cuda", "not run here", 0.0, detail="no CUDA here")),
+        _target("Plain")], files=[PATH])
+    assert format_runtimes(result).splitlines() == [
+        "Runtimes:",
+        "  Volumes   openvino-cpu  fails (not taken: n0)  0.25 s",
+        "  OnPhones  nnapi         falls back (not taken: node_sum_1, n0; 1 partition(s))  0.01 s",
+        "  OnPhones  coreml        supported (1 partition(s))  0.00 s",
+        "  Many      nnapi         falls back (not taken: n0, n1, n2, n3, n4, …; 3 partition(s))"
+        "  0.02 s",
+        "  OnGpu     cuda          not run here (no CUDA here)"]
+    text = format_text(result, [])
+    assert text.startswith("Runtimes:\n")
+    assert text.index("Runtimes:") < text.index("Checked 5 target(s)")
+
+
+def test_no_table_without_runtimes():
+    result = CheckResult(targets=[_target("Plain")], files=[PATH])
     assert format_runtimes(result) == ""
-    assert "Runtimes:" not in format_text(result, result.diagnostics)
+    assert format_text(result, []) == "Checked 1 target(s) in 1 file(s): 0 errors, 0 warnings.\n"
