@@ -95,9 +95,8 @@ def _ort_provider(ctx: CheckContext, runtime: str, fallbacks: list[_Fallback]) -
         outputs = ort_runner.run(session, ort_runner.flat_inputs(
             *fresh_copy(loaded.args, loaded.kwargs)))
     except Exception as error:
-        node, op_type = names_in_message(str(error))
-        named = [found.name for found in find_nodes(model, node, op_type)]
-        detail = _report_failure(ctx, "ONNX702", _failed(name, "run"), str(error), named)
+        detail = _report_failure(ctx, "ONNX702", _failed(name, "run"), str(error),
+                                 _nodes_named_by_onnx_runtime(model, str(error)))
         return RuntimeRun(runtime, "fails", detail=detail)
     placed = ort_runner.node_providers(session)
     nodes = {node.name: node for node in model.graph.node}
@@ -106,8 +105,7 @@ def _ort_provider(ctx: CheckContext, runtime: str, fallbacks: list[_Fallback]) -
     fallbacks += [_Fallback(name, nodes[node], "ONNX Runtime placed it on the CPU", share)
                   for node in on_cpu if node in nodes]
     matched = _compare(ctx, name, loaded.eager_outputs, outputs)
-    state = ("matches" if matched else "differs") if not on_cpu else \
-        ("falls back" if matched else "differs")
+    state = "differs" if not matched else "falls back" if on_cpu else "matches"
     return RuntimeRun(runtime, state, nodes=len(placed), unsupported=tuple(on_cpu))
 
 
@@ -155,9 +153,9 @@ def _ort_web(ctx: CheckContext) -> RuntimeRun:
                                  _feeds(model, loaded.args, loaded.kwargs))
     name = _NAMES[runtime]
     if outcome.failed_step is not None:
-        node, op_type = names_in_message(outcome.message)
-        named = [found.name for found in find_nodes(model, node, op_type)]
-        if _NO_KERNEL in outcome.message:
+        named = _nodes_named_by_onnx_runtime(model, outcome.message)
+        no_kernel = _NO_KERNEL in outcome.message
+        if no_kernel:
             detail = _report_failure(ctx, "ONNX701", lambda node, detail: (
                 f"{name} has no kernel for "
                 + (f"ONNX node {node}" if node else "a node of the model")
@@ -166,10 +164,17 @@ def _ort_web(ctx: CheckContext) -> RuntimeRun:
         else:
             detail = _report_failure(ctx, "ONNX702", _failed(name, outcome.failed_step),
                                      outcome.message, named)
-        return RuntimeRun(runtime, "fails", unsupported=tuple(named) if _NO_KERNEL in
-                          outcome.message else (), detail=detail)
+        return RuntimeRun(runtime, "fails", unsupported=tuple(named) if no_kernel else (),
+                          detail=detail)
     matched = _compare(ctx, name, loaded.eager_outputs, outcome.outputs)
     return RuntimeRun(runtime, "matches" if matched else "differs")
+
+
+def _nodes_named_by_onnx_runtime(model: onnx.ModelProto, message: str) -> list[str]:
+    """The ONNX nodes a message of ONNX Runtime (or ONNX Runtime Web) names, as the runtime
+    stage finds them (exporter/pipeline/onnx_nodes.py)."""
+    node, op_type = names_in_message(message)
+    return [found.name for found in find_nodes(model, node, op_type)]
 
 
 def _failed(runtime: str, step: str) -> Callable[[str, str], str]:
