@@ -108,7 +108,7 @@ def _io_table(title: str, values: list[TensorSummary]) -> list[str]:
 
 
 def _runtime_table(runtimes: list[RuntimeRun]) -> list[str]:
-    """The deploy stage's verdict on each runtime named (docs/runtimes.md)."""
+    """The deploy stage's verdict on each runtime and precision named (docs/runtimes.md)."""
     if not runtimes:
         return []
     rows = ["| runtime | verdict | not taken | time |", "|---|---|---|---|"]
@@ -116,7 +116,7 @@ def _runtime_table(runtimes: list[RuntimeRun]) -> list[str]:
         taken = ", ".join(f"`{name}`" for name in run.unsupported[:5]) + (
             ", …" if len(run.unsupported) > 5 else "")
         time = f"{run.seconds:.2f} s" if run.state != "not run here" else run.detail
-        rows.append(f"| {run.runtime} | {run.state} | {taken} | {time} |")
+        rows.append(f"| {run.shown} | {run.state} | {taken} | {time} |")
     return [*rows, ""]
 
 

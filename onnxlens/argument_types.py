@@ -25,7 +25,7 @@ def setting_reader(setting: Setting) -> Callable[[str], Any]:
     by the settings schema (bounds; nan and inf are refused there)."""
     readers: dict[str, Callable[[str], Any]] = {
         "rules": rule_list, "globs": glob_list, "severities": severity_list,
-        "runtimes": runtime_list}
+        "names": name_list(setting)}
     if setting.kind in readers:
         return readers[setting.kind]
     kind: type = int if setting.kind == "int" else float
@@ -70,8 +70,10 @@ def severity_list(text: str) -> dict[str, str]:
     return dict(checked("severity", pairs))
 
 
-def runtime_list(text: str) -> list[str]:
-    return list(checked("runtimes", [part.strip() for part in text.split(",") if part.strip()]))
+def name_list(setting: Setting) -> Callable[[str], list[str]]:
+    """A comma-separated list of the names a "names" setting takes (runtimes, precisions)."""
+    return lambda text: list(checked(setting.lsp, [part.strip() for part in text.split(",")
+                                                   if part.strip()]))
 
 
 def glob_list(text: str) -> list[str]:

@@ -23,8 +23,7 @@ _ADDED_TO_THE_PROJECTS = ("severity", "extendExclude")
 
 
 #: a flag's metavar by its setting's kind
-_METAVARS = {"rules": "IDS", "globs": "GLOBS", "severities": "ID=LEVEL,...",
-             "runtimes": "RUNTIMES"}
+_METAVARS = {"rules": "IDS", "globs": "GLOBS", "severities": "ID=LEVEL,..."}
 #: the flags of a job's limits, which every command that runs a job takes
 LIMITS = ("timeoutSeconds", "memoryLimitMB")
 
@@ -38,8 +37,8 @@ def add_setting_flags(command: argparse.ArgumentParser, what: str,
             continue
         command.add_argument(
             setting.cli, type=setting_reader(setting), default=None,
-            metavar=_METAVARS.get(setting.kind, unit_of(setting).upper().replace(
-                "MEGABYTES", "MB")),
+            metavar=setting.lsp.upper() if setting.kind == "names" else _METAVARS.get(
+                setting.kind, unit_of(setting).upper().replace("MEGABYTES", "MB")),
             help=setting.cli_help.format(what=what))
 
 

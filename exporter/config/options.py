@@ -15,7 +15,7 @@ import copy
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from exporter.config.runtimes import DEFAULT_RUNTIMES
+from exporter.config.runtimes import DEFAULT_PRECISIONS, DEFAULT_RUNTIMES
 from exporter.config.schema import BY_LSP, BY_PYPROJECT
 
 
@@ -38,6 +38,8 @@ class ExportOptions:
     rtol: float | None = None
     # the runtimes besides ONNX Runtime's CPU provider that the deploy stage checks
     runtimes: tuple[str, ...] = DEFAULT_RUNTIMES
+    # the precisions the deploy stage converts the model to and checks on each runtime
+    precision: tuple[str, ...] = DEFAULT_PRECISIONS
     # Check (and save) the model onnxscript's optimizer made, as torch.onnx.export does by
     # default; `onnxlens save --no-optimize` checks and saves the model as translated.
     optimize: bool = True
@@ -60,6 +62,7 @@ class Options:
     rtol: float | None = _schema_default("rtol")
     opset: int | None = _schema_default("opset")
     runtimes: list[str] = _schema_default("runtimes")
+    precision: list[str] = _schema_default("precision")
     select: list[str] = _schema_default("select")
     ignore: list[str] = _schema_default("ignore")
     severity: dict[str, str] = _schema_default("severity")
@@ -74,7 +77,8 @@ class Options:
 
     @property
     def export(self) -> ExportOptions:
-        return ExportOptions(self.opset, self.atol, self.rtol, tuple(self.runtimes))
+        return ExportOptions(self.opset, self.atol, self.rtol, tuple(self.runtimes),
+                             tuple(self.precision))
 
 
 def _flatten(raw: dict[str, Any]) -> dict[str, Any]:

@@ -15,10 +15,16 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from exporter.config.runtimes import DEFAULT_RUNTIMES, RUNTIMES, unknown_runtimes
+from exporter.config.runtimes import (
+    DEFAULT_PRECISIONS,
+    DEFAULT_RUNTIMES,
+    PRECISIONS,
+    RUNTIMES,
+    unknown_names,
+)
 from exporter.findings.rules import RULES, Severity
 
-Kind = Literal["int", "float", "choice", "path", "rules", "globs", "severities", "runtimes"]
+Kind = Literal["int", "float", "choice", "path", "rules", "globs", "severities", "names"]
 
 #: never searched for targets (ruff's defaults, and where Python packages and builds live);
 #: ``exclude`` replaces this list, ``extend-exclude`` adds to it
@@ -39,7 +45,8 @@ class Setting:
     vscode: str | None = None  # when VS Code's name differs from ``lsp``
     minimum: float | None = None
     maximum: float | None = None
-    choices: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()  # a "choice"'s values, or the names a "names" list takes
+    noun: str = ""  # what a "names" list names, for its messages
     nullable: bool = False  # None means "the exporter's default"
     #: each workspace folder may set its own (a check follows its file's folder); the others
     #: are the session's, its first folder's (when checks start, how many run, the log)
@@ -63,8 +70,8 @@ class Setting:
             if isinstance(value, str) and value.strip():
                 return value, None
             return None, f"must be a directory path, not {value!r}"
-        if self.kind == "runtimes":
-            return _runtimes(value)
+        if self.kind == "names":
+            return self._names(value)
         if self.kind == "severities":
             if not isinstance(value, dict):
                 return None, f"must be {_SHAPES[self.kind]}, not {value!r}"
@@ -78,6 +85,16 @@ class Setting:
                 return None, f"names no rule: {', '.join(map(repr, unknown))}"
             return [item.strip().upper() for item in value], None
         return list(value), None
+
+    def _names(self, value: Any) -> tuple[Any, str | None]:
+        known = ", ".join(self.choices)
+        unknown = unknown_names(value, self.choices)
+        if unknown is None:
+            return None, f"must be a list of {self.noun} names ({known}), not {value!r}"
+        if unknown:
+            return None, (f"names no {self.noun}: {', '.join(map(repr, unknown))} (known: "
+                          f"{known})")
+        return list(dict.fromkeys(value)), None
 
     def _number(self, value: Any) -> tuple[Any, str | None]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -102,16 +119,6 @@ _SHAPES = {"rules": "a list of rule ids or prefixes", "globs": "a list of glob p
 def _names_rules(pattern: str) -> bool:
     pattern = pattern.strip().upper()
     return pattern.startswith("ONNX") and any(rule.startswith(pattern) for rule in RULES)
-
-
-def _runtimes(value: Any) -> tuple[Any, str | None]:
-    unknown = unknown_runtimes(value)
-    if unknown is None:
-        return None, f"must be a list of runtime names ({', '.join(RUNTIMES)}), not {value!r}"
-    if unknown:
-        return None, (f"names no runtime: {', '.join(map(repr, unknown))} (known: "
-                      f"{', '.join(RUNTIMES)})")
-    return list(dict.fromkeys(value)), None
 
 
 def _severities(value: dict[Any, Any]) -> tuple[Any, str | None]:
@@ -165,7 +172,7 @@ SETTINGS = (
             pyproject="rtol", minimum=0, nullable=True, per_folder=True),
     Setting("opset", "int", None, "ONNX opset version (unset: torch.onnx.export's)",
             pyproject="opset", minimum=7, nullable=True, per_folder=True),
-    Setting("runtimes", "runtimes", list(DEFAULT_RUNTIMES), "the runtimes the exported model "
+    Setting("runtimes", "names", list(DEFAULT_RUNTIMES), "the runtimes the exported model "
             "is checked on besides ONNX Runtime's CPU provider, which every check runs: "
             "`openvino-cpu`, `ort-web`, `nnapi`, `coreml`, `cuda`, `tensorrt` "
             "(docs/runtimes.md)",
@@ -173,7 +180,15 @@ SETTINGS = (
             "check the exported model on as well: openvino-cpu, ort-web, nnapi, coreml, cuda, "
             "tensorrt "
             "(ort-cpu is always checked; "
-            "docs/runtimes.md)", per_folder=True),
+            "docs/runtimes.md)", choices=tuple(RUNTIMES), noun="runtime", per_folder=True),
+    Setting("precision", "names", list(DEFAULT_PRECISIONS), "the precisions the exported "
+            "model is also checked at, converted by ONNX Runtime's tools, on each runtime: "
+            "`fp16`, `int8` (fp32, the model as exported, is always checked; "
+            "docs/runtimes.md)",
+            pyproject="precision", cli="--precision", cli_help="comma-separated precisions to "
+            "check the exported model at as well, on each runtime: fp16, int8 (fp32 is always "
+            "checked; docs/runtimes.md)", choices=tuple(PRECISIONS), noun="precision",
+            per_folder=True),
     Setting("select", "rules", [], "report only these rule ids or prefixes (empty: every "
             "rule on by default)", pyproject="select", cli="--select",
             cli_help="only these rule ids or prefixes, comma-separated (ONNX2: every "

@@ -57,11 +57,11 @@ class NumericsRun:
 
 @dataclass(frozen=True)
 class RuntimeRun:
-    """The deploy stage's check of one runtime (docs/runtimes.md): ``state`` is ``matches``
-    (ran, outputs match PyTorch), ``differs``, ``fails`` (did not load, compile or run),
-    ``not run here``, or for a provider judged from its operator table, ``supported`` (every
-    node) or ``falls back`` (some nodes to the CPU); ``unsupported``: the ONNX nodes it could
-    not take."""
+    """The deploy stage's check of one runtime at one precision (docs/runtimes.md): ``state``
+    is ``matches`` (ran, outputs match PyTorch), ``differs``, ``fails`` (did not load, compile
+    or run), ``not run here``, or for a provider judged from its operator table, ``supported``
+    (every node) or ``falls back`` (some nodes to the CPU); ``unsupported``: the ONNX nodes it
+    could not take."""
 
     runtime: str
     state: str
@@ -70,6 +70,12 @@ class RuntimeRun:
     unsupported: tuple[str, ...] = ()
     detail: str = ""
     partitions: int | None = None  # the runtime's subgraphs, where nodes fall back to the CPU
+    precision: str = "fp32"  # the model as exported, or a precision variant of it
+
+    @property
+    def shown(self) -> str:
+        """The runtime, and the precision when it is not the export's own."""
+        return self.runtime if self.precision == "fp32" else f"{self.runtime} {self.precision}"
 
 
 @dataclass

@@ -250,8 +250,9 @@ _RULES = [
          "Write the computation with operators the runtime supports, or deploy to another."),
     Rule("ONNX702", "runtime-failed", "deploy", _E,
          "A runtime you deploy to fails to compile or run the model.",
-         "The runtime read the model but raised while compiling or running it; the nodes "
-         "its message names are marked.",
+         "The runtime read the model but raised while compiling or running it (or ONNX "
+         "Runtime's converter to a precision named in `precision` refused the model); the "
+         "nodes its message names are marked.",
          "See the runtime's message; rewrite the marked computation, or report it to the "
          "runtime's project when the model is valid (ONNX Runtime runs it)."),
     Rule("ONNX703", "runtime-output-mismatch", "deploy", _E,
@@ -275,6 +276,27 @@ _RULES = [
          "partitions around it, with copies between them. The model still runs.",
          "Use an operator the provider supports, or fix the input sizes (ONNX Runtime's "
          "`make_dynamic_shape_fixed`); or accept the fallback."),
+    Rule("ONNX706", "precision-loss", "deploy", _E,
+         "At a precision you deploy at, an output overflows or loses too much accuracy.",
+         "The model converted to a precision named in `precision` (fp16 by ONNX Runtime's "
+         "float16 converter, int8 by its static quantization calibrated on the example "
+         "inputs) ran on the example inputs, and an output holds infinity or NaN where "
+         "PyTorch's is finite, or differs from PyTorch's float32 output by more than the "
+         "precision's budget (a share of the output's largest magnitude: 1 % for fp16, 5 % "
+         "for int8).",
+         "See ONNX707 for the first value that goes wrong and whether keeping it at float32 "
+         "helps, or deploy at a wider precision."),
+    Rule("ONNX707", "precision-first-loss", "deploy", _E,
+         "At a precision you deploy at, the values first go wrong here.",
+         "Comparing every intermediate value of the converted model in ONNX Runtime with "
+         "PyTorch's at float32, this is the first operation whose value overflows or leaves "
+         "the precision's budget. onnxlens then converts the model again keeping this "
+         "operation (and, while that is not enough, the ones feeding it, three tries at "
+         "most) at float32; the message names the nodes when that makes every runtime that "
+         "differed match.",
+         "Keep the nodes the message names at float32 when you convert (the argument it "
+         "names), rescale the computation so its values fit the precision, or deploy at a "
+         "wider precision."),
     Rule("ONNX901", "timed-out", "tool", _E,
          "The check timed out.",
          "The check did not finish within the time limit.",

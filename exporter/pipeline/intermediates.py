@@ -31,18 +31,23 @@ class Intermediate:
 
 
 def intermediates(program: torch.export.ExportedProgram, proto: onnx.ModelProto,
-                  weights: dict[str, np.ndarray], args: tuple,
-                  kwargs: dict[str, Any]) -> Iterator[Intermediate]:
-    """The values of the FX nodes that the ONNX model also computes, in graph order."""
+                  weights: dict[str, np.ndarray], args: tuple, kwargs: dict[str, Any],
+                  with_outputs: bool = False) -> Iterator[Intermediate]:
+    """The values of the FX nodes that the ONNX model also computes, in graph order
+    (``with_outputs``: the graph's outputs among them)."""
     module = program.module()
     expected = _torch_values(module, args, kwargs)
-    typed = {info.name: info for info in proto.graph.value_info}
-    names = [name for name in expected if name in typed]
+    # value_info may name values no node computes any more (a quantizer's rewiring keeps
+    # the old entries): asking for one makes the model invalid
+    computed = {value for node in proto.graph.node for value in node.output}
+    typed = {info.name: info for info in proto.graph.value_info if info.name in computed}
+    outputs = {output.name for output in proto.graph.output}
+    names = [name for name in expected
+             if name in typed or (with_outputs and name in outputs)]
     if not names:
         return
     extended = onnx.ModelProto()
     extended.CopyFrom(proto)
-    outputs = {output.name for output in extended.graph.output}
     extended.graph.output.extend(typed[name] for name in names if name not in outputs)
     session = ort_runner.create_session(extended, None, weights)
     wanted = [output.name for output in session.get_outputs()]

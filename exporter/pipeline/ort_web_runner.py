@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from exporter.pipeline.weights_apart import PROTOBUF_LIMIT
+from exporter.pipeline.weights_apart import PROTOBUF_LIMIT, with_weights
 
 RUNNER = Path(__file__).with_name("ort_web_run.cjs")
 MODULES_VARIABLE = "ONNXLENS_ORT_WEB_MODULES"
@@ -76,7 +76,7 @@ def run(model: onnx.ModelProto, weights: dict[str, np.ndarray],
     on ``feeds`` (graph input name -> array)."""
     modules = _modules()
     assert modules is not None, "call unavailable() first"
-    complete = _with_weights(model, weights)
+    complete = with_weights(model, weights)
     if complete.ByteSize() >= PROTOBUF_LIMIT:
         return OrtWebRun("load", "the model is over protobuf's 2 GB, which onnxlens does not "
                                  "hand to ONNX Runtime Web yet")
@@ -104,18 +104,3 @@ def run(model: onnx.ModelProto, weights: dict[str, np.ndarray],
             np.frombuffer((directory / output["file"]).read_bytes(),
                           dtype=_TYPES[output["type"]]).reshape(output["dims"])
             for output in answer["outputs"]])
-
-
-def _with_weights(model: onnx.ModelProto, weights: dict[str, np.ndarray]) -> onnx.ModelProto:
-    """``model`` with its in-memory initializers' data in the proto (ONNX Runtime Web reads
-    one buffer)."""
-    if not weights:
-        return model
-    complete = onnx.ModelProto()
-    complete.CopyFrom(model)
-    for tensor in complete.graph.initializer:
-        if tensor.data_location == onnx.TensorProto.EXTERNAL and tensor.name in weights:
-            del tensor.external_data[:]
-            tensor.data_location = onnx.TensorProto.DEFAULT
-            tensor.raw_data = np.ascontiguousarray(weights[tensor.name]).tobytes()
-    return complete

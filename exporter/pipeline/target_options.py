@@ -14,7 +14,8 @@ from exporter.config.options import ExportOptions
 
 #: the pragma's keys whose values are Python expressions, evaluated in the module's namespace
 EVALUATED_KEYS = ("args", "kwargs", "dynamic_shapes", "init", "input_names", "output_names",
-                  "opset", "atol", "rtol", "runtimes", "custom_translation_table")
+                  "opset", "atol", "rtol", "runtimes", "precision",
+                  "custom_translation_table")
 
 
 @dataclass
@@ -30,13 +31,14 @@ class TargetOptions:
     atol: Any = None
     rtol: Any = None
     runtimes: Any = None
+    precision: Any = None
     training: bool = False
     given: set[str] = field(default_factory=set)  # the keys set by the target, not the defaults
 
     @classmethod
     def defaulting_to(cls, defaults: ExportOptions) -> TargetOptions:
         return cls(opset=defaults.opset, atol=defaults.atol, rtol=defaults.rtol,
-                   runtimes=defaults.runtimes)
+                   runtimes=defaults.runtimes, precision=defaults.precision)
 
     def set(self, key: str, value: Any) -> None:
         """The target gives ``key`` (a field's name) this value."""

@@ -94,3 +94,19 @@ def checkable(proto: onnx.ModelProto) -> onnx.ModelProto:
     graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
                        for t in apart)
     return checked
+
+
+def with_weights(model: onnx.ModelProto, weights: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """``model`` with its in-memory initializers' data in the proto (for what reads one
+    buffer: ONNX Runtime Web, ONNX Runtime's converters); ``model`` itself when none is
+    apart."""
+    if not weights:
+        return model
+    complete = onnx.ModelProto()
+    complete.CopyFrom(model)
+    for tensor in complete.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL and tensor.name in weights:
+            del tensor.external_data[:]
+            tensor.data_location = onnx.TensorProto.DEFAULT
+            tensor.raw_data = np.ascontiguousarray(weights[tensor.name]).tobytes()
+    return complete

@@ -161,13 +161,14 @@ def format_text(result: CheckResult, diagnostics: list[Diagnostic]) -> str:
 
 
 def format_runtimes(result: CheckResult) -> str:
-    """The deploy stage's table (docs/runtimes.md), one line per target and runtime; empty
-    when no runtime besides ONNX Runtime's CPU provider was named."""
+    """The deploy stage's table (docs/runtimes.md), one line per target, runtime and
+    precision; empty when no runtime besides ONNX Runtime's CPU provider and no precision
+    besides fp32 was named."""
     rows = [(target.name, run) for target in result.targets for run in target.summary.runtimes]
     if not rows:
         return ""
     names = max(len(name) for name, _ in rows)
-    runtimes = max(len(run.runtime) for _, run in rows)
+    runtimes = max(len(run.shown) for _, run in rows)
     lines = ["Runtimes:"]
     for name, run in rows:
         details = []
@@ -179,7 +180,7 @@ def format_runtimes(result: CheckResult) -> str:
         if run.state == "not run here":
             details.append(run.detail)
         timing = f"{run.seconds:.2f} s" if run.state != "not run here" else ""
-        lines.append(f"  {name.ljust(names)}  {run.runtime.ljust(runtimes)}  {run.state}"
+        lines.append(f"  {name.ljust(names)}  {run.shown.ljust(runtimes)}  {run.state}"
                      + (f" ({'; '.join(details)})" if details else "")
                      + (f"  {timing}" if timing else ""))
     return "\n".join(lines)

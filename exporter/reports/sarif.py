@@ -79,8 +79,10 @@ def build_log(result: CheckResult, root: Path, *, absolute_root: bool = False,
 
 def _runtimes(result: CheckResult) -> dict[str, Any] | None:
     """The deploy stage's table (docs/runtimes.md): each target's verdict on each runtime
-    named besides ONNX Runtime's CPU provider, in the run's property bag."""
-    table = [{"target": target.name, "runtime": run.runtime, "state": run.state,
+    named besides ONNX Runtime's CPU provider and at each precision besides fp32, in the run's
+    property bag."""
+    table = [{"target": target.name, "runtime": run.runtime, "precision": run.precision,
+              "state": run.state,
               "seconds": round(run.seconds, 3), "nodes": run.nodes,
               "unsupported": list(run.unsupported), "partitions": run.partitions,
               "detail": run.detail}

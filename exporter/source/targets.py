@@ -47,6 +47,8 @@ PRAGMA_KEYS: dict[str, str] = {
     "rtol": "relative tolerance of the numeric comparison",
     "runtimes": 'runtimes to check the model on besides ONNX Runtime\'s CPU provider, e.g. '
                 '["openvino-cpu"]',
+    "precision": 'precisions to check the model at besides fp32, on each runtime, e.g. ["fp16", '
+                 '"int8"]',
     "name": "the target's name (a string literal)",
     "weights": '"random" (default) or "none" (meta device, no weights materialized)',
     "custom_translation_table": "{torch op: onnxscript function} translations of your own",

@@ -48,7 +48,8 @@ def runtime_table(rows: list[Row]) -> list[list[str]]:
     body = []
     for row in rows:
         truth, lens = row.truth, row.lens
-        ran = {r.runtime: r for r in lens.runtimes} if lens is not None else {}
+        ran = {r.runtime: r for r in lens.runtimes
+               if r.precision == "fp32"} if lens is not None else {}
         phase = truth.failure.phase if truth.failure is not None else ""
         if "openvino-cpu" not in truth.runtime_seconds and "openvino-cpu" not in ran:
             continue

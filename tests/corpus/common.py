@@ -24,6 +24,9 @@ CACHE = Path(os.environ.get("ONNXLENS_CORPUS_CACHE",
 #: comma-separated runtimes every target of a run is also judged on (docs/runtimes.md), as if
 #: each annotation named them: onnxlens gets ``--runtimes``, the truth runs them on its own
 RUNTIMES_VARIABLE = "ONNXLENS_CORPUS_RUNTIMES"
+#: comma-separated precisions every target of a run is also judged at (docs/runtimes.md), the
+#: same way: onnxlens gets ``--precision``, the truth converts and runs them on its own
+PRECISION_VARIABLE = "ONNXLENS_CORPUS_PRECISION"
 TOOLCHAIN = ("torch", "transformers", "onnxscript", "onnxruntime", "onnx")
 
 T = TypeVar("T")

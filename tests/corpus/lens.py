@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.corpus.common import ONNXLENS, RUNTIMES_VARIABLE, child_env
+from tests.corpus.common import ONNXLENS, PRECISION_VARIABLE, RUNTIMES_VARIABLE, child_env
 
 FILE_TIMEOUT = 60.0  # per file, plus PER_TARGET_TIMEOUT per target
 PER_TARGET_TIMEOUT = 320.0  # onnxlens stops a target itself after 300 s (ONNX901)
@@ -82,6 +82,7 @@ class LensRuntime:
     runtime: str
     state: str  # matches, differs, fails, not run here
     seconds: float
+    precision: str = "fp32"  # the model as exported, or a precision variant
 
 
 @dataclass
@@ -143,7 +144,8 @@ def parse(report: dict[str, Any], paths: list[Path], root: Path,
             [LensTrial(t["key"], t["source"], t["title"], t["verdict"], float(t["seconds"]),
                        t["detail"], [LensEdit(_place(root, e), e["text"]) for e in t["edits"]])
              for t in target.get("fix_trials", [])],
-            [LensRuntime(r["runtime"], r["state"], float(r["seconds"]))
+            [LensRuntime(r["runtime"], r["state"], float(r["seconds"]),
+                         r.get("precision", "fp32"))
              for r in (target.get("summary") or {}).get("runtimes", [])])
     for entry in report["diagnostics"]:
         diagnostic = LensDiagnostic(entry["rule"], entry["severity"], entry["message"],
@@ -178,6 +180,9 @@ def run_onnxlens_files(paths: list[Path], root: Path, targets: int = 1, *,
     runtimes = os.environ.get(RUNTIMES_VARIABLE)
     if runtimes:  # the corpus judged on these runtimes too (the truth reads the same)
         command += ["--runtimes", runtimes]
+    precision = os.environ.get(PRECISION_VARIABLE)
+    if precision:
+        command += ["--precision", precision]
     limit = timeout or FILE_TIMEOUT * len(paths) + (PER_TARGET_TIMEOUT + fix_budget) \
         * max(targets, 1)
     started = time.perf_counter()

@@ -53,6 +53,7 @@ from typing import Any
 from exporter.source.python_syntax import parse_python
 from tests.corpus.common import (
     CACHE,
+    PRECISION_VARIABLE,
     RUNTIMES_VARIABLE,
     dumps,
     file_hash,
@@ -75,6 +76,8 @@ TOLERANCES = {"float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2), "float32": (1e-
               "float64": (1e-7, 1e-5)}
 _MESSAGE_LINES = 6
 #: the runtime names the `runtimes` key takes (docs/runtimes.md)
+#: the share of an output's largest magnitude each precision may lose (docs/runtimes.md)
+_PRECISION_BUDGETS = {"fp16": 1e-2, "int8": 5e-2}
 _RUNTIMES = ("ort-cpu", "openvino-cpu", "ort-web", "nnapi", "coreml", "cuda", "tensorrt")
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 
@@ -375,6 +378,9 @@ def _load(path: Path, root: Path, target: Any) -> Built:
         unknown = set(options.get("runtimes") or ()) - set(_RUNTIMES)
         if unknown:
             raise ValueError(f"`runtimes` names no runtime: {sorted(unknown)}")
+        unknown = set(options.get("precision") or ()) - set(_PRECISION_BUDGETS) - {"fp32"}
+        if unknown:
+            raise ValueError(f"`precision` names no precision: {sorted(unknown)}")
     with _phase("build"):
         factory = vars(module).get(_KEPT) or getattr(module, target.symbol)
         args, kwargs = options.get("args"), options.get("kwargs")
@@ -710,6 +716,7 @@ def _judge(built: Built, result: TruthResult) -> None:
     _other_size(built, reference, session, result)
     _narrowed_ranges(built, program, reference, session)
     _on_openvino(built, saved, proto, eager, session, result)
+    _at_precisions(built, saved, proto, eager, session)
 
 
 class RuntimeFailed(Exception):
@@ -754,6 +761,66 @@ def _on_openvino(built: Built, saved: str | None, proto: Any, eager: Any, sessio
         name = proto.graph.output[differing].name
         producers = [node for node in proto.graph.node if name in node.output]
         raise PhaseFailed("openvino_mismatch", message=_with_traces(run.problem, producers))
+
+
+def _at_precisions(built: Built, saved: str | None, proto: Any, eager: Any,
+                   session: Any) -> None:
+    """For each precision the annotation names besides fp32: the plain model converted by
+    ONNX Runtime's own tools as their documentation shows (fp16: the float16 converter,
+    inputs and outputs kept float32; int8: static QDQ quantization calibrated on the example
+    inputs), run in ONNX Runtime's CPU provider, each output weighed against PyTorch's."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+
+    named = [name for name in built.options.get("precision")
+             or os.environ.get(PRECISION_VARIABLE, "").split(",") if name not in ("", "fp32")]
+    if not named or saved is not None:
+        return
+    feeds = _feeds(session, _fresh(built.args), _fresh(built.kwargs))
+    expected = [_to_numpy(value) for value in _flat_tensors(eager)]
+    for precision in named:
+        with _phase("precision"):
+            if precision == "fp16":
+                from onnxruntime.transformers.float16 import convert_float_to_float16
+
+                converted = convert_float_to_float16(proto, keep_io_types=True)
+            else:
+                from onnxruntime.quantization import (
+                    CalibrationDataReader,
+                    QuantFormat,
+                    QuantType,
+                    quantize_static,
+                )
+
+                class Once(CalibrationDataReader):
+                    def __init__(self) -> None:
+                        self.left = [feeds]
+
+                    def get_next(self) -> Any:
+                        return self.left.pop() if self.left else None
+
+                quantize_static(proto, "int8.onnx", Once(), quant_format=QuantFormat.QDQ,
+                                activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+                converted = onnx.load("int8.onnx")
+            variant = ort.InferenceSession(converted.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+            outputs = variant.run(None, feeds)
+        for index, (want, got) in enumerate(zip(expected, outputs)):
+            want64, got64 = want.astype(np.float64), np.asarray(got).astype(np.float64)
+            if want.dtype.kind != "f":  # integers and booleans must match exactly
+                want64 = np.where(want64 == got64, 0.0, np.inf)
+                got64 = np.zeros_like(want64)
+            finite = np.isfinite(want64) & np.isfinite(got64)
+            overflow = bool((~np.isfinite(got64) & np.isfinite(want64)).any())
+            scale = float(np.abs(want64[finite]).max(initial=0.0))
+            error = float(np.abs(want64[finite] - got64[finite]).max(initial=0.0))
+            if overflow or error > _PRECISION_BUDGETS[precision] * max(scale, 1e-12):
+                name = proto.graph.output[index].name
+                producers = [node for node in proto.graph.node if name in node.output]
+                raise PhaseFailed("precision_loss", message=_with_traces(
+                    f"at {precision} output {name} is off by {error:.3g} of {scale:.3g}"
+                    + (" (infinity or NaN)" if overflow else ""), producers))
 
 
 def _named_nodes(message: str, proto: Any) -> list[Any]:
@@ -1000,7 +1067,8 @@ def _own_hash() -> str:
 def cache_key(path: Path, target: str) -> str:
     return sha256(json.dumps({"versions": versions(), "file": file_hash(path), "target": target,
                               "truth": _own_hash(),
-                              "runtimes": os.environ.get(RUNTIMES_VARIABLE, "")},
+                              "runtimes": os.environ.get(RUNTIMES_VARIABLE, ""),
+                              "precision": os.environ.get(PRECISION_VARIABLE, "")},
                              sort_keys=True))
 
 

@@ -378,11 +378,13 @@ def test_the_hover_shows_each_runtimes_verdict_and_hides_a_deploy_stage_with_non
     plain = TargetResult("Model", Path("/w/model.py"), Range.of(3, 7, 3, 12), stages)
     assert "deploy" not in report_markdown("Model", plain)
     runs = [RuntimeRun("openvino-cpu", "fails", 0.25, 8, ("n0",), "unconverted operators"),
-            RuntimeRun("cuda", "not run here", detail="no CUDAExecutionProvider here")]
+            RuntimeRun("cuda", "not run here", detail="no CUDAExecutionProvider here"),
+            RuntimeRun("ort-cpu", "differs", 0.04, precision="fp16")]
     named = TargetResult("Model", Path("/w/model.py"), Range.of(3, 7, 3, 12),
                          [stages[0], StageStatus("deploy", StageState.FAILED, 0.3)],
                          summary=ModelSummary(runtimes=runs))
     text = report_markdown("Model", named)
     assert "| openvino-cpu | fails | `n0` | 0.25 s |" in text
     assert "| cuda | not run here |  | no CUDAExecutionProvider here |" in text
+    assert "| ort-cpu fp16 | differs |  | 0.04 s |" in text
     assert "✗ deploy 0.30 s" in text

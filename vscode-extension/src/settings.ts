@@ -17,6 +17,7 @@ export const SERVER_SETTINGS = [
   "rtol",
   "opset",
   "runtimes",
+  "precision",
   "sarif.outputDirectory",
   "logLevel",
   "select",

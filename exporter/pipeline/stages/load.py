@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from exporter.config.runtimes import RUNTIMES, unknown_runtimes
+from exporter.config.runtimes import PRECISIONS, RUNTIMES, unknown_names
 from exporter.findings.diagnostics import Location, Range
 from exporter.pipeline.context import CheckContext, Loaded
 from exporter.pipeline.converted_axes import ConvertedAxes, converted_axes
@@ -167,25 +167,28 @@ def _check_option_types(ctx: CheckContext) -> None:
             ctx.report("ONNX001", f"`{key}` must be {description}, not {type(value).__name__}.",
                        ctx.option_location(key))
             bad = True
-    if "runtimes" in ctx.options.given:
-        bad = _check_runtimes(ctx) or bad
+    for key, known, noun in (("runtimes", RUNTIMES, "runtime"),
+                             ("precision", PRECISIONS, "precision")):
+        if key in ctx.options.given:
+            bad = _check_names(ctx, key, known, noun) or bad
     if bad:
         raise StageFailed
 
 
-def _check_runtimes(ctx: CheckContext) -> bool:
-    """Whether the pragma's ``runtimes`` is bad (reported); a good one becomes a tuple."""
-    value = ctx.options.runtimes
-    unknown = unknown_runtimes(value)
+def _check_names(ctx: CheckContext, key: str, known: dict[str, str], noun: str) -> bool:
+    """Whether the pragma's list of names ``key`` (``runtimes``, ``precision``) is bad
+    (reported); a good one becomes a tuple."""
+    value = getattr(ctx.options, key)
+    unknown = unknown_names(value, known)
     if unknown is None:
-        problem = f"must be a list of runtime names, not {type(value).__name__}"
+        problem = f"must be a list of {noun} names, not {type(value).__name__}"
     elif unknown:
-        problem = f"names no runtime: {', '.join(map(repr, unknown))}"
+        problem = f"names no {noun}: {', '.join(map(repr, unknown))}"
     else:
-        ctx.options.runtimes = tuple(dict.fromkeys(value))
+        setattr(ctx.options, key, tuple(dict.fromkeys(value)))
         return False
-    ctx.report("ONNX001", f"`runtimes` {problem} (known: {', '.join(RUNTIMES)}).",
-               ctx.option_location("runtimes"))
+    ctx.report("ONNX001", f"`{key}` {problem} (known: {', '.join(known)}).",
+               ctx.option_location(key))
     return True
 
 

@@ -77,8 +77,9 @@ def test_the_extension_manifest_and_client_list_every_server_setting():
             assert declared.get("minimum") == setting.minimum, setting.lsp
         if setting.maximum is not None:
             assert declared.get("maximum") == setting.maximum, setting.lsp
-        if setting.choices:
-            assert tuple(declared["enum"]) == setting.choices
+        if setting.choices:  # a "names" list declares them on its items
+            enum = declared["items"]["enum"] if setting.kind == "names" else declared["enum"]
+            assert tuple(enum) == setting.choices, setting.lsp
         # VS Code lets each folder of a multi-root workspace set only resource-scoped ones
         assert declared["scope"] == ("resource" if setting.per_folder else "window"), \
             setting.lsp

@@ -177,3 +177,135 @@ def test_where_onnx_runtime_placed_each_node_is_read_from_a_real_session(tmp_pat
     assert placed and set(placed.values()) == {ort_runner.CPU}
     assert set(placed) <= {node.name for node in model.graph.node}
     assert {node.op_type for node in model.graph.node if node.name in placed} >= {"Det"}
+
+
+PRECISION = "precision/model.py"
+
+
+def _precision_targets(fixture_results):
+    return {target.name: target for target in fixture_results[PRECISION][1].targets}
+
+
+def test_each_precision_variant_is_run_on_onnx_runtime_and_each_runtime_named(fixture_results):
+    verdicts = {name: [(run.shown, run.state) for run in target.summary.runtimes]
+                for name, target in _precision_targets(fixture_results).items()}
+    assert verdicts == {
+        "Scaled": [("ort-cpu fp16", "differs")],
+        "boosted": [("openvino-cpu", "matches"), ("ort-cpu fp16", "differs"),
+                    ("openvino-cpu fp16", "differs")],
+        "Tiny": [("ort-cpu fp16", "differs"), ("ort-cpu int8", "matches")],
+        "Outlier": [("openvino-cpu", "matches"), ("ort-cpu int8", "differs"),
+                    ("openvino-cpu int8", "differs")],
+        "Mixed": [("ort-cpu int8", "differs")],
+        "SmallNet": [(f"{runtime}{precision}", "matches") for precision in ("", " fp16", " int8")
+                     for runtime in (("openvino-cpu", "ort-web") if not precision
+                                     else ("ort-cpu", "openvino-cpu", "ort-web"))],
+        "Misnamed": []}
+    small = _precision_targets(fixture_results)["SmallNet"]
+    assert small.diagnostics == [] and small.stage("deploy").state.value == "passed"
+
+
+def _messages(fixture_results, name, rule):
+    return [d.message for d in _precision_targets(fixture_results)[name].diagnostics
+            if d.rule == rule]
+
+
+def test_a_precision_loss_names_the_first_value_lost_and_the_fix_onnxlens_proved(
+        fixture_results):
+    (scaled,) = _messages(fixture_results, "Scaled", "ONNX707")
+    assert scaled.startswith("At fp16 the values first go wrong at `aten.mul.Tensor` (FX node "
+                             "`mul`): its value holds infinity or NaN at ")
+    assert "beyond float16's largest value 65504" in scaled
+    assert scaled.endswith('Tried: keeping ONNX node "node_mul" at float32 makes the model '
+                           'match on ONNX Runtime (CPU) (convert with `node_block_list='
+                           '["node_mul"]`, onnxruntime.transformers.float16.'
+                           'convert_float_to_float16).')
+    (output,) = _messages(fixture_results, "Scaled", "ONNX706")
+    assert output.startswith("Output `add` is off by up to ")
+    assert output.endswith("(the fp16 budget is 1%) on ONNX Runtime (CPU) at fp16.")
+    (boosted,) = _messages(fixture_results, "boosted", "ONNX707")
+    assert "match on ONNX Runtime (CPU) and OpenVINO (CPU)" in boosted
+    (outlier,) = _messages(fixture_results, "Outlier", "ONNX707")
+    assert outlier.startswith("At int8 the values first go wrong at `aten.relu.default`")
+    assert outlier.endswith('(convert with `nodes_to_exclude=["node_slice_1", "node_relu", '
+                            '"node_linear"]`, onnxruntime.quantization.quantize_static).')
+    (tiny,) = _messages(fixture_results, "Tiny", "ONNX707")
+    assert "Tried" not in tiny  # keeping the multiplication at float32 is not enough
+    assert _messages(fixture_results, "Misnamed", "ONNX001") == [
+        "`precision` names no precision: 'bf16' (known: fp32, fp16, int8)."]
+
+
+def test_the_fix_a_message_names_makes_the_model_match_when_converted_by_hand(
+        fixture_results, tmp_path):
+    """The nodes an ONNX707 names, given to ONNX Runtime's own quantizer by hand, on a new
+    export of the model with new weights: the model then keeps its accuracy at int8."""
+    import re
+
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    (message,) = _messages(fixture_results, "Mixed", "ONNX707")
+    kept = re.findall(r'"(node_\w+)"', message.split("nodes_to_exclude=")[1])
+    sys.path.insert(0, str(FIXTURES / "precision"))
+    try:
+        from model import Mixed  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    features = torch.randn(4, 6) * 3
+    proto = torch.onnx.export(Mixed(), (features,), dynamo=True).model_proto
+    expected = Mixed()(features).numpy()
+
+    class Once(CalibrationDataReader):
+        def __init__(self):
+            self.left = [{"features": features.numpy()}]
+
+        def get_next(self):
+            return self.left.pop() if self.left else None
+
+    def quantized_error(exclude):
+        path = str(tmp_path / f"int8-{len(exclude)}.onnx")
+        quantize_static(proto, path, Once(), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        nodes_to_exclude=exclude)
+        (actual,) = ort.InferenceSession(path).run(None, {"features": features.numpy()})
+        return float(np.abs(actual - expected).max() / np.abs(expected).max())
+
+    assert quantized_error([]) > 0.05
+    assert quantized_error(kept) <= 0.05
+
+
+@pytest.mark.primary_torch
+def test_the_precision_flag_checks_every_target_at_it(tmp_path):
+    (tmp_path / "model.py").write_text(textwrap.dedent("""\
+        import torch
+
+
+        # onnx-export: args=(torch.randn(2, 4),)
+        class Loud(torch.nn.Module):
+            def forward(self, x):
+                return x * 100000.0
+        """))
+    done = subprocess.run([sys.executable, "-m", "onnxlens", "check", "model.py",
+                           "--precision", "fp16"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    rules = [line.split(": ")[1].split("[")[1].rstrip("]")
+             for line in done.stdout.splitlines() if line.startswith("model.py:")]
+    assert sorted(rules) == ["ONNX706", "ONNX707"], done.stdout + done.stderr
+    assert "  Loud  ort-cpu fp16  differs" in done.stdout
+    assert done.returncode == 1
+
+
+@pytest.mark.primary_torch
+def test_a_bad_precision_flag_is_a_usage_error():
+    done = subprocess.run([sys.executable, "-m", "onnxlens", "check",
+                           str(FIXTURES / "clean"), "--precision", "fp16,bf16"],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 2
+    assert "names no precision: 'bf16' (known: fp32, fp16, int8)" in done.stderr

@@ -155,6 +155,20 @@ EXPECTED = {
         ("ONNX401", "model.py", 139, 16, 139, 37, "error"),
         ("ONNX701", "model.py", 139, 16, 139, 37, "error"),
     ],
+    # issue 43: the model at fp16 and int8 (`precision`), each loss at the line it starts
+    "precision/model.py": [
+        ("ONNX001", "model.py", 77, 54, 77, 70, "error"),  # no precision of that name
+        ("ONNX706", "model.py", 16, 16, 16, 36, "error"),  # a buffer beyond float16's range
+        ("ONNX707", "model.py", 16, 16, 16, 30, "error"),
+        ("ONNX706", "model.py", 25, 16, 25, 37, "error"),  # a constant beyond it, in a helper
+        ("ONNX707", "model.py", 20, 12, 20, 28, "error"),
+        ("ONNX706", "model.py", 40, 16, 40, 29, "error"),  # a buffer below its smallest
+        ("ONNX707", "model.py", 40, 16, 40, 44, "error"),
+        ("ONNX706", "model.py", 54, 16, 54, 52, "error"),  # int8: an outlier channel
+        ("ONNX707", "model.py", 54, 26, 54, 51, "error"),
+        ("ONNX706", "model.py", 61, 16, 61, 36, "error"),  # int8: a wide concatenation
+        ("ONNX707", "model.py", 61, 16, 61, 36, "error"),
+    ],
     "verdicts/opsets.py": [("ONNX203", "opsets.py", 25, 49, 25, 54, "warning")],
     "verdicts/sparse_tensors.py": [],
     "verdicts/strict_capture.py": [],

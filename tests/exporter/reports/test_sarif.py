@@ -263,6 +263,13 @@ def test_the_runtimes_table_is_in_the_runs_property_bag(sarif_logs):
     assert table[("Volumes", "openvino-cpu")]["unsupported"] == ["n0"]
     assert table[("OnPhones", "nnapi")]["partitions"] == 1
     assert table[("OnGpu", "cuda")]["state"] == "not run here"
+    assert {row["precision"] for row in run["properties"]["runtimes"]} == {"fp32"}
     assert len(table) == 16
+    (run,) = sarif_logs["precision/model.py"]["runs"]
+    rows = {(row["target"], row["runtime"], row["precision"]): row["state"]
+            for row in run["properties"]["runtimes"]}
+    assert rows[("boosted", "openvino-cpu", "fp32")] == "matches"
+    assert rows[("boosted", "openvino-cpu", "fp16")] == "differs"
+    assert rows[("Outlier", "ort-cpu", "int8")] == "differs"
     (clean,) = sarif_logs["clean/convnet.py"]["runs"]
     assert "properties" not in clean
