@@ -1,7 +1,8 @@
 """The graph a check exported, written as the files Model Explorer shows (docs/graph.md): the
 ONNX model as ``torch.onnx.export`` made it (its source metadata kept), each node's source
-line (``nodes.json``), the findings as node labels (``marks.json``) and, for a numeric
-mismatch, each node's error against PyTorch (``errors.json``). The node to select is the one
+line (``nodes.json``), the findings as node labels (``marks.json``), for a numeric
+mismatch, each node's error against PyTorch (``errors.json``), and where runtimes are named,
+where each node runs (``runtimes.json``). The node to select is the one
 the first error names: the node ONNX Runtime failed in, the first value that diverges, else
 the first node of the line the error is at."""
 
@@ -25,6 +26,7 @@ from exporter.reports.graph_view import (
     MARKS_FILE,
     MODEL_FILE,
     NODES_FILE,
+    RUNTIMES_FILE,
     GraphFiles,
     Mark,
     NodeSource,
@@ -32,6 +34,7 @@ from exporter.reports.graph_view import (
     main_graph_id,
     marks_overlay,
     node_sources,
+    runtimes_overlay,
     sidecar,
     write_json,
     write_marker,
@@ -65,9 +68,15 @@ def write_graph_files(ctx: CheckContext, diagnostics: list[Diagnostic],
         if errors:
             write_json(errors_overlay(graph_id, errors), directory / ERRORS_FILE)
             node_data.append(str(directory / ERRORS_FILE))
-    # Model Explorer colours the nodes by the last node data it was given: the marks
+    # Model Explorer colours the nodes by the last node data it was given: the marks, or
+    # where the runtimes named run each node when there are such
     write_json(marks_overlay(graph_id, marks), directory / MARKS_FILE)
     node_data.append(str(directory / MARKS_FILE))
+    runtimes = runtimes_overlay(graph_id, [node.name for node in proto.graph.node],
+                                ctx.summary.runtimes)
+    if runtimes:
+        write_json(runtimes, directory / RUNTIMES_FILE)
+        node_data.append(str(directory / RUNTIMES_FILE))
     first = next((mark for mark in marks if mark.severity == Severity.ERROR),
                  marks[0] if marks else None)
     return GraphFiles(model=str(model_path), nodes=str(directory / NODES_FILE),

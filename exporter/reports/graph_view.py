@@ -41,6 +41,8 @@ from exporter.source.traces import is_user_frame, map_frames, parse_stack_trace
 if TYPE_CHECKING:
     import onnx
 
+    from exporter.findings.result import RuntimeRun
+
 # The exporter's node metadata (torch.onnx's "ONNX metadata" page; the pipeline reads them too)
 STACK_TRACE_KEY = "pkg.torch.onnx.stack_trace"
 FX_NODE_KEY = "pkg.torch.onnx.fx_node"
@@ -67,11 +69,12 @@ MODEL_FILE = "model.onnx"
 NODES_FILE = "nodes.json"
 MARKS_FILE = "marks.json"
 ERRORS_FILE = "errors.json"
+RUNTIMES_FILE = "runtimes.json"
 #: what marks a directory as one a graph wrote: only such a directory's files are replaced
 MARKER_FILE = ".onnxlens-graph"
 MARKER_TEXT = "This directory was written by `onnxlens graph`; it replaces these files.\n"
 #: every file a graph writes (besides the model's external data, ``model.onnx.data``)
-GRAPH_FILES = (MODEL_FILE, NODES_FILE, MARKS_FILE, ERRORS_FILE, MARKER_FILE)
+GRAPH_FILES = (MODEL_FILE, NODES_FILE, MARKS_FILE, ERRORS_FILE, RUNTIMES_FILE, MARKER_FILE)
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,8 @@ SEVERITY_COLORS: Mapping[Severity, str] = {
     Severity.INFO: "#8ab4f8",
 }
 _ERROR_GRADIENT = ({"stop": 0, "bgColor": "#e6f4ea"}, {"stop": 1, "bgColor": "#f28b82"})
+#: a node every runtime named runs
+RUNS_EVERYWHERE_COLOR = "#ceead6"
 
 
 def main_graph_id(model: onnx.ModelProto) -> str:
@@ -165,6 +170,34 @@ def errors_overlay(graph_id: str, errors: Mapping[str, float],
         else:
             results[node_id] = {"value": -1, "bgColor": SEVERITY_COLORS[Severity.ERROR]}
     return {graph_id: {"name": name, "results": results, "gradient": list(_ERROR_GRADIENT)}}
+
+
+def runtimes_overlay(graph_id: str, node_ids: Sequence[str], runs: Sequence[RuntimeRun],
+                     name: str = "runtimes") -> dict[str, Any]:
+    """Model Explorer's node data for the runtimes named (docs/runtimes.md): each node labelled
+    with where it runs ("openvino-cpu ✓ · nnapi → CPU"), red where a runtime cannot take it
+    (it fails there), amber where one leaves it to the CPU, green where every one runs it.
+    Only the runs that judged nodes one by one count: a runtime that loaded the model, or
+    one that named the nodes it could not take."""
+    judged = [run for run in runs if run.precision == "fp32" and (
+        run.state in ("matches", "differs", "supported", "falls back") or run.unsupported)]
+    if not judged:
+        return {}
+    results: dict[str, Any] = {}
+    for node_id in node_ids:
+        parts, worst = [], None
+        for run in judged:
+            if node_id not in run.unsupported:
+                parts.append(f"{run.runtime} ✓")
+            elif run.state == "fails":
+                parts.append(f"{run.runtime} ✗")
+                worst = Severity.ERROR
+            else:
+                parts.append(f"{run.runtime} → CPU")
+                worst = worst or Severity.WARNING
+        results[node_id] = {"value": " · ".join(parts), "bgColor": SEVERITY_COLORS[worst]
+                            if worst is not None else RUNS_EVERYWHERE_COLOR}
+    return {graph_id: {"name": name, "results": results}}
 
 
 def sidecar(sources: Mapping[str, NodeSource], workspace: Path) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from pathlib import Path
 import onnx
 import pytest
 
+from exporter.findings.rules import Severity
+from exporter.reports.graph_view import RUNS_EVERYWHERE_COLOR, SEVERITY_COLORS
 from onnxlens.cli import main
 from tests.conftest import REPO, needs_model_explorer
 
@@ -69,6 +71,25 @@ def test_a_numeric_mismatch_selects_the_first_diverging_node_and_shows_each_node
     assert min(error["value"] for error in errors.values()) == 0.0  # the Linear before it
     marks = json.loads(marks_file.read_text())[graph["graph_id"]]["results"]
     assert marks[selected]["value"].startswith("ONNX502: The values first diverge")
+
+
+def test_the_runtimes_named_colour_each_node_by_where_it_runs(tmp_path, capsys):
+    """Issue 43: a model judged for NNAPI and CoreML: the nodes either leaves to the CPU are
+    amber and say which, the rest green; the layer comes last, so it colours the graph (a
+    node a runtime cannot take at all, red, is tests/exporter/reports/test_graph_view.py's)."""
+    fixture = REPO / "tests" / "exporter" / "fixtures" / "runtimes" / "model.py"
+    graph = _graph(capsys, f"{fixture}::OnPhones", tmp_path)
+    *_, marks_file, runtimes_file = (Path(p) for p in graph["node_data"])
+    assert (marks_file.name, runtimes_file.name) == ("marks.json", "runtimes.json")
+    layer = json.loads(runtimes_file.read_text())[graph["graph_id"]]
+    model = onnx.load(graph["model"])
+    kinds = {node.name: node.op_type for node in model.graph.node}
+    labels = {kinds[node]: result["value"] for node, result in layer["results"].items()}
+    assert labels["Det"] == "nnapi → CPU · coreml → CPU"
+    assert labels["ReduceSum"] == "nnapi → CPU · coreml ✓"
+    assert set(layer["results"]) == set(kinds)
+    colours = {result["bgColor"] for result in layer["results"].values()}
+    assert colours == {SEVERITY_COLORS[Severity.WARNING], RUNS_EVERYWHERE_COLOR}
 
 
 def test_no_graph_when_the_export_stops_before_translation_ends(tmp_path, capsys):

@@ -1,12 +1,13 @@
 /**
  * Runtimes you deploy to (issue 43; docs/runtimes.md): a model checked on OpenVINO and judged
  * for NNAPI shows, at its own lines, the node OpenVINO cannot convert and the nodes NNAPI would
- * leave to the CPU; the hover tells each runtime's verdict.
+ * leave to the CPU; the hover tells each runtime's verdict; the graph colours each node by
+ * where it runs.
  */
-import { expect, test } from "@playwright/test";
+import { expect, Frame, test } from "@playwright/test";
 import * as path from "path";
 import { vscodeSession } from "./session";
-import { clearNotifications, codeLens, expectProblems, openFile, screenshot, token } from "./workbench";
+import { clearNotifications, codeLens, expectProblems, openFile, screenshot, token, webviewFrame } from "./workbench";
 
 test.describe.configure({ mode: "serial" });
 
@@ -38,4 +39,31 @@ test("the hover lists each runtime's verdict", async () => {
   await expect(hover).toHaveCSS("opacity", "1");
   await screenshot(page, "runtime-hover");
   await page.keyboard.press("Escape");
+});
+
+test("the graph colours each node by where it runs, the node OpenVINO cannot convert selected", async () => {
+  const { page } = session;
+  await openFile(page, "volumes.py");
+  await expect(codeLens(page, /✗ ONNX/)).toBeVisible({ timeout: 300_000 });
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+J"); // the panel
+  await expect(page.locator(".markers-panel")).toBeHidden();
+  await page.keyboard.press("Control+B"); // the side bar
+  await expect(page.locator(".part.sidebar")).toBeHidden();
+  await codeLens(page, /^Graph$/).click();
+  const panel = await webviewFrame(page, "iframe#viewer");
+  await expect(panel.locator("#status")).toContainText("selected Det n0", { timeout: 120_000 });
+  let viewer: Frame | undefined;
+  await expect
+    .poll(() => {
+      viewer = panel.childFrames().find((frame) => /^http:\/\/127\.0\.0\.1:\d+\/\?data=/.test(frame.url()));
+      return viewer !== undefined;
+    }, { timeout: 60_000 })
+    .toBe(true);
+  await expect(viewer!.locator("canvas").first()).toBeVisible({ timeout: 120_000 });
+  const info = viewer!.locator("body");
+  await expect(info).toContainText(/op name\s+Det/, { timeout: 60_000 });
+  await expect(info).toContainText("openvino-cpu ✗ · nnapi → CPU"); // the runtimes layer
+  await page.waitForTimeout(1000); // the graph's first frame drawn
+  await screenshot(page, "runtime-graph");
 });

@@ -13,8 +13,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from exporter.findings.result import RuntimeRun
 from exporter.findings.rules import Severity
 from exporter.reports.graph_view import (
+    RUNS_EVERYWHERE_COLOR,
     SEVERITY_COLORS,
     Mark,
     errors_overlay,
@@ -23,6 +25,7 @@ from exporter.reports.graph_view import (
     node_sources,
     nodes_at,
     read_sidecar,
+    runtimes_overlay,
     sidecar,
     write_json,
 )
@@ -104,6 +107,22 @@ def test_the_numeric_overlay_is_a_gradient_over_the_errors():
     assert data["results"]["c"] == {"value": -1, "bgColor": SEVERITY_COLORS[Severity.ERROR]}
     assert [stop["stop"] for stop in data["gradient"]] == [0, 1]
     json.dumps(overlay, allow_nan=False)  # valid JSON for the web app
+
+
+def test_the_runtimes_overlay_says_where_each_node_runs():
+    runs = [RuntimeRun("openvino-cpu", "fails", unsupported=("n0",)),
+            RuntimeRun("nnapi", "falls back", unsupported=("n0", "n2")),
+            RuntimeRun("cuda", "not run here"),
+            RuntimeRun("ort-web", "fails", detail="compile"),  # named no node
+            RuntimeRun("ort-cpu", "differs", precision="fp16")]
+    overlay = runtimes_overlay("main_graph", ["n0", "n1", "n2"], runs)
+    assert overlay["main_graph"]["results"] == {
+        "n0": {"value": "openvino-cpu ✗ · nnapi → CPU",
+               "bgColor": SEVERITY_COLORS[Severity.ERROR]},
+        "n1": {"value": "openvino-cpu ✓ · nnapi ✓", "bgColor": RUNS_EVERYWHERE_COLOR},
+        "n2": {"value": "openvino-cpu ✓ · nnapi → CPU",
+               "bgColor": SEVERITY_COLORS[Severity.WARNING]}}
+    assert runtimes_overlay("main_graph", ["n0"], runs[2:]) == {}
 
 
 def test_marks_of_several_graphs_and_severities():
