@@ -43,22 +43,24 @@ def table(rows: list[Row]) -> list[list[str]]:
 
 def runtime_table(rows: list[Row]) -> list[list[str]]:
     """Each target judged on a runtime besides ONNX Runtime's CPU provider (docs/runtimes.md):
-    OpenVINO by itself on the plain model, and onnxlens's deploy stage."""
-    phases = {"openvino": "fails", "openvino_mismatch": "differs"}
+    the runtime by itself on the plain model (OpenVINO, ONNX Runtime Web), and onnxlens's
+    deploy stage."""
+    phases = {"openvino-cpu": {"openvino": "fails", "openvino_mismatch": "differs"},
+              "ort-web": {"ort_web": "fails", "ort_web_mismatch": "differs"}}
     body = []
     for row in rows:
         truth, lens = row.truth, row.lens
         ran = {r.runtime: r for r in lens.runtimes
                if r.precision == "fp32"} if lens is not None else {}
         phase = truth.failure.phase if truth.failure is not None else ""
-        if "openvino-cpu" not in truth.runtime_seconds and "openvino-cpu" not in ran:
-            continue
-        plain = phases.get(phase) or ("matches" if "openvino-cpu" in truth.runtimes else "-")
-        mine = ran.get("openvino-cpu")
-        body.append([row.target, "openvino-cpu", plain, mine.state if mine else "-",
-                     row.agreement,
-                     f"{truth.runtime_seconds.get('openvino-cpu', 0.0):.2f}",
-                     f"{mine.seconds:.2f}" if mine else "-"])
+        for runtime, failures in phases.items():
+            if runtime not in truth.runtime_seconds and runtime not in ran:
+                continue
+            plain = failures.get(phase) or ("matches" if runtime in truth.runtimes else "-")
+            mine = ran.get(runtime)
+            body.append([row.target, runtime, plain, mine.state if mine else "-",
+                         row.agreement, f"{truth.runtime_seconds.get(runtime, 0.0):.2f}",
+                         f"{mine.seconds:.2f}" if mine else "-"])
     header = ["target", "runtime", "runtime alone", "onnxlens", "agreement", "alone s",
               "onnxlens s"]
     return [header, *body] if body else []

@@ -34,6 +34,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "checker": ("ONNX3",), "ort_session": ("ONNX401",), "ort_run": ("ONNX402",),
     "dynamic": ("ONNX403", "ONNX102", "ONNX107"), "mismatch": ("ONNX5",),
     "openvino": ("ONNX701", "ONNX702"), "openvino_mismatch": ("ONNX703",),
+    "ort_web": ("ONNX701", "ONNX702"), "ort_web_mismatch": ("ONNX703",),
     "precision": ("ONNX702",), "precision_loss": ("ONNX706", "ONNX707"),
 }
 _NOT_USER_CODE = ("site-packages", "/.venv/", "/tests/corpus/", "<frozen", "<string>")

@@ -54,6 +54,7 @@ from exporter.source.python_syntax import parse_python
 from tests.corpus.common import (
     CACHE,
     PRECISION_VARIABLE,
+    REPO,
     RUNTIMES_VARIABLE,
     dumps,
     file_hash,
@@ -716,6 +717,7 @@ def _judge(built: Built, result: TruthResult) -> None:
     _other_size(built, reference, session, result)
     _narrowed_ranges(built, program, reference, session)
     _on_openvino(built, saved, proto, eager, session, result)
+    _on_ort_web(built, saved, proto, eager, session, result)
     _at_precisions(built, saved, proto, eager, session)
 
 
@@ -731,9 +733,7 @@ def _on_openvino(built: Built, saved: str | None, proto: Any, eager: Any, sessio
     outputs compared with PyTorch's."""
     import numpy as np
 
-    named = built.options.get("runtimes") or \
-        os.environ.get(RUNTIMES_VARIABLE, "").split(",")
-    if "openvino-cpu" not in named:
+    if "openvino-cpu" not in _named_runtimes(built):
         return
     with _phase("openvino"):
         import openvino as ov
@@ -761,6 +761,73 @@ def _on_openvino(built: Built, saved: str | None, proto: Any, eager: Any, sessio
         name = proto.graph.output[differing].name
         producers = [node for node in proto.graph.node if name in node.output]
         raise PhaseFailed("openvino_mismatch", message=_with_traces(run.problem, producers))
+
+
+def _named_runtimes(built: Built) -> list[str]:
+    return list(built.options.get("runtimes") or
+                os.environ.get(RUNTIMES_VARIABLE, "").split(","))
+
+
+def _ort_web_modules() -> str | None:
+    """Where onnxruntime-web is installed: where onnxlens's docs say to put it."""
+    for candidate in (os.environ.get("ONNXLENS_ORT_WEB_MODULES"),
+                      str(REPO / "tools" / "ort-web" / "node_modules")):
+        if candidate and (Path(candidate) / "onnxruntime-web").is_dir():
+            return candidate
+    return None
+
+
+def _on_ort_web(built: Built, saved: str | None, proto: Any, eager: Any, session: Any,
+                result: TruthResult) -> None:
+    """When the annotation names ``ort-web``: the plain model run by ONNX Runtime Web's
+    WebAssembly backend under Node.js, through this judge's own small runner
+    (``ort_web_truth.cjs``), and its outputs compared with PyTorch's."""
+    import subprocess
+
+    import numpy as np
+
+    modules = _ort_web_modules()
+    if "ort-web" not in _named_runtimes(built) or saved is not None or modules is None:
+        return
+    with _phase("ort_web"):
+        scratch = Path("ort-web")
+        scratch.mkdir(exist_ok=True)
+        (scratch / "model.onnx").write_bytes(proto.SerializeToString())
+        feeds = _feeds(session, _fresh(built.args), _fresh(built.kwargs))
+        (scratch / "inputs.json").write_text(json.dumps([
+            {"name": name, "type": "bool" if array.dtype == np.bool_ else str(array.dtype),
+             "dims": list(array.shape),
+             "values": [str(v) for v in array.ravel().tolist()] if array.dtype == np.int64
+             else array.astype(np.float64 if array.dtype.kind == "f" else np.int64)
+             .ravel().tolist()}
+            for name, array in feeds.items()]))
+        started = time.perf_counter()
+        done = subprocess.run(["node", str(Path(__file__).with_name("ort_web_truth.cjs")),
+                               str(scratch)], capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "NODE_PATH": modules})
+        result.runtime_seconds["ort-web"] = time.perf_counter() - started
+        if not (scratch / "result.json").is_file():
+            raise RuntimeError(f"node exited {done.returncode}: {done.stderr[-2000:]}")
+        answer = json.loads((scratch / "result.json").read_text())
+        if "error" in answer:
+            raise RuntimeFailed(_with_traces(answer["error"], _named_nodes(answer["error"],
+                                                                           proto)))
+    outputs = []
+    for output in answer["outputs"]:
+        values = [float(v) if isinstance(v, str) else v for v in output["values"]]
+        kind = output["type"]
+        array = (np.array(values, np.uint16).view(np.float16) if kind == "float16"
+                 else np.array([int(v) for v in output["values"]], np.int64) if kind == "int64"
+                 else np.array(values, np.bool_ if kind == "bool" else kind))
+        outputs.append(array.reshape(output["dims"]))
+    run = SizeRun({}, why="ort-web")
+    result.runtimes["ort-web"] = run
+    _compare(eager, outputs, built.options, run)
+    if run.problem:
+        differing = next(check.index for check in run.outputs if not check.matched)
+        name = proto.graph.output[differing].name
+        producers = [node for node in proto.graph.node if name in node.output]
+        raise PhaseFailed("ort_web_mismatch", message=_with_traces(run.problem, producers))
 
 
 def _at_precisions(built: Built, saved: str | None, proto: Any, eager: Any,
