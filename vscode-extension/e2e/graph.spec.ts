@@ -10,7 +10,7 @@ import { expect, Frame, test } from "@playwright/test";
 import * as path from "path";
 import { recordProcesses, REPO } from "./codeServer";
 import { vscodeSession } from "./session";
-import { codeLens, expectProblems, goToLine, openFile, runCommand, screenshot, webviewFrame } from "./workbench";
+import { expectProblems, goToLine, openFile, openGraph, runCommand, screenshot } from "./workbench";
 
 test.describe.configure({ mode: "serial" });
 
@@ -18,18 +18,6 @@ test.describe.configure({ mode: "serial" });
 const session = vscodeSession(true, undefined, path.join(REPO, "examples", "failing"), {
   "onnxlens.fixBudgetSeconds": 0,
 });
-
-/** Model Explorer's frame inside the panel's page. */
-async function modelExplorer(panel: Frame): Promise<Frame> {
-  let found: Frame | undefined;
-  await expect
-    .poll(() => {
-      found = panel.childFrames().find((frame) => /^http:\/\/127\.0\.0\.1:\d+\/\?data=/.test(frame.url()));
-      return found !== undefined;
-    }, { timeout: 60_000 })
-    .toBe(true);
-  return found as Frame;
-}
 
 /** The node Model Explorer's side panel shows as selected ("NODE INFO": op name, id). */
 function nodeInfo(viewer: Frame) {
@@ -40,17 +28,8 @@ test("the Graph CodeLens opens the checked graph on the failing node; lines and 
   const { page, server } = session;
   await openFile(page, "double_precision.py");
   await expectProblems(page, [["ONNX401", 10]]);
-  // room for the graph beside the code
-  await page.locator(".monaco-editor .view-lines").first().click();
-  await page.keyboard.press("Control+J"); // the panel
-  await expect(page.locator(".markers-panel")).toBeHidden();
-  await page.keyboard.press("Control+B"); // the side bar
-  await expect(page.locator(".part.sidebar")).toBeHidden();
-  await codeLens(page, /^Graph$/).click();
-
-  const panel = await webviewFrame(page, "iframe#viewer");
+  const { panel, viewer } = await openGraph(page);
   await expect(panel.locator("#status")).toContainText("selected Erf n0 (the failing node)", { timeout: 120_000 });
-  const viewer = await modelExplorer(panel);
   const canvas = viewer.locator("canvas").first();
   await expect(canvas).toBeVisible({ timeout: 120_000 });
   await expect(nodeInfo(viewer)).toContainText(/op name\s+Erf/, { timeout: 60_000 });

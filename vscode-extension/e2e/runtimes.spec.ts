@@ -4,10 +4,10 @@
  * leave to the CPU; the hover tells each runtime's verdict; the graph colours each node by
  * where it runs.
  */
-import { expect, Frame, test } from "@playwright/test";
+import { expect, test } from "@playwright/test";
 import * as path from "path";
 import { vscodeSession } from "./session";
-import { clearNotifications, codeLens, expectProblems, openFile, screenshot, token, webviewFrame } from "./workbench";
+import { clearNotifications, codeLens, expectProblems, openFile, openGraph, screenshot, token } from "./workbench";
 
 test.describe.configure({ mode: "serial" });
 
@@ -45,23 +45,10 @@ test("the graph colours each node by where it runs, the node OpenVINO cannot con
   const { page } = session;
   await openFile(page, "volumes.py");
   await expect(codeLens(page, /✗ ONNX/)).toBeVisible({ timeout: 300_000 });
-  await page.locator(".monaco-editor .view-lines").first().click();
-  await page.keyboard.press("Control+J"); // the panel
-  await expect(page.locator(".markers-panel")).toBeHidden();
-  await page.keyboard.press("Control+B"); // the side bar
-  await expect(page.locator(".part.sidebar")).toBeHidden();
-  await codeLens(page, /^Graph$/).click();
-  const panel = await webviewFrame(page, "iframe#viewer");
+  const { panel, viewer } = await openGraph(page);
   await expect(panel.locator("#status")).toContainText("selected Det n0", { timeout: 120_000 });
-  let viewer: Frame | undefined;
-  await expect
-    .poll(() => {
-      viewer = panel.childFrames().find((frame) => /^http:\/\/127\.0\.0\.1:\d+\/\?data=/.test(frame.url()));
-      return viewer !== undefined;
-    }, { timeout: 60_000 })
-    .toBe(true);
-  await expect(viewer!.locator("canvas").first()).toBeVisible({ timeout: 120_000 });
-  const info = viewer!.locator("body");
+  await expect(viewer.locator("canvas").first()).toBeVisible({ timeout: 120_000 });
+  const info = viewer.locator("body");
   await expect(info).toContainText(/op name\s+Det/, { timeout: 60_000 });
   await expect(info).toContainText("openvino-cpu ✗ · nnapi → CPU"); // the runtimes layer
   await page.waitForTimeout(1000); // the graph's first frame drawn

@@ -169,3 +169,24 @@ export async function webviewFrame(page: Page, selector: string): Promise<Frame>
     .toBe(true);
   return found as Frame;
 }
+
+/** Hides the panel and the side bar (room for the graph beside the code), then opens the
+ * graph with the "Graph" CodeLens: the panel's page (graphPanel.ts) and, inside it, Model
+ * Explorer's frame, served by the language server on a loopback port. */
+export async function openGraph(page: Page): Promise<{ panel: Frame; viewer: Frame }> {
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+J"); // the panel
+  await expect(page.locator(".markers-panel")).toBeHidden();
+  await page.keyboard.press("Control+B"); // the side bar
+  await expect(page.locator(".part.sidebar")).toBeHidden();
+  await codeLens(page, /^Graph$/).click();
+  const panel = await webviewFrame(page, "iframe#viewer");
+  let viewer: Frame | undefined;
+  await expect
+    .poll(() => {
+      viewer = panel.childFrames().find((frame) => /^http:\/\/127\.0\.0\.1:\d+\/\?data=/.test(frame.url()));
+      return viewer !== undefined;
+    }, { timeout: 120_000 })
+    .toBe(true);
+  return { panel, viewer: viewer as Frame };
+}
