@@ -3,7 +3,9 @@
 A check job records the files it opens (an audit hook sees every open); the language server
 reuses the result while every Python file it read from outside the installed packages still
 has the same content (``lsp_server/reuse.py``). A check that read any other file (weights,
-data) is never reused.
+data) is never reused. What the job wrote itself, and what lies in a directory it made, is
+not an input when read back: the deploy stage hands the model to OpenVINO, ONNX Runtime Web
+and ONNX Runtime's quantizer through scratch files and reads their answers.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class InputRecorder:
     def __init__(self, own: Path | None) -> None:
         self.own = str(own.resolve()) if own is not None else None
         self.modules: dict[str, str | None] = {}
+        self.made: set[str] = set()  # files the job wrote and directories it made
         self.reusable = True
         self._busy = False
         sys.addaudithook(self._hook)  # lives as long as the job's process
@@ -47,6 +50,9 @@ class InputRecorder:
         return JobInputs(modules) if len(modules) == len(self.modules) else None
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "os.mkdir" and isinstance(args[0], (str, bytes, os.PathLike)):
+            self.made.add(os.path.abspath(os.fsdecode(args[0])))
+            return
         if event != "open" or self._busy or not self.reusable:
             return
         self._busy = True  # reading a module to hash it opens it again
@@ -61,13 +67,20 @@ class InputRecorder:
         if isinstance(file, int):
             return  # an already open descriptor
         path = os.path.abspath(os.fsdecode(file))
-        if not _reads_existing(mode, flags) or path == self.own or _ignored(path):
-            return  # what a check writes does not change what it found
+        if not _reads_existing(mode, flags):
+            self.made.add(path)  # what a check writes does not change what it found
+            return
+        if path == self.own or _ignored(path) or self._made_here(path):
+            return
         source = _python_source(path)
         if source is None:
             self.reusable = False
         elif source not in self.modules and source != self.own:
             self.modules[source] = digest(source)
+
+
+    def _made_here(self, path: str) -> bool:
+        return path in self.made or any(path.startswith(made + os.sep) for made in self.made)
 
 
 def _reads_existing(mode: str | None, flags: int | None) -> bool:
@@ -78,8 +91,15 @@ def _reads_existing(mode: str | None, flags: int | None) -> bool:
     return flags & os.O_ACCMODE != os.O_WRONLY and not flags & (os.O_EXCL | os.O_TRUNC)
 
 
+#: the standard library's zip archive on sys.path (it rarely exists; an import looks for it
+#: again after ``importlib.invalidate_caches()``, which onnxruntime's quantizer calls)
+_STDLIB_ZIP = os.path.join(sys.base_prefix, "lib",
+                           f"python{sys.version_info.major}{sys.version_info.minor}.zip")
+
+
 def _ignored(path: str) -> bool:
-    return (path.startswith(_SYSTEM_ROOTS) or is_library_path(Path(path)))
+    return (path.startswith(_SYSTEM_ROOTS) or path == _STDLIB_ZIP
+            or is_library_path(Path(path)))
 
 
 def _python_source(path: str) -> str | None:

@@ -46,8 +46,10 @@ PROBE_TIMEOUT_SECONDS = 120.0
 
 
 #: never imported ahead: onnxruntime starts a thread when imported, and the worker forks
-#: (every job imports it itself, docs/architecture.md §4)
-NEVER_AHEAD = frozenset({"onnxruntime"})
+#: (every job imports it itself, docs/architecture.md §4); openvino imported by a probe would
+#: run its telemetry (writes in ~/intel, a report over the network), which the deploy stage
+#: keeps from running (exporter/pipeline/openvino_runner.py)
+NEVER_AHEAD = frozenset({"onnxruntime", "openvino", "openvino_telemetry"})
 
 
 def library_modules(before: set[str]) -> list[str]:

@@ -7,16 +7,19 @@ gives its operations are the ONNX nodes' (or, for a node it expands like a funct
 ``Func_<node>X_...``), which lead back to the stack traces the exporter stored.
 
 openvino is imported on first use (it starts threads; the worker forks after importing the
-pipeline). The model is written to a scratch directory with its weights as one external data
-file: OpenVINO reads ONNX external data from files only, and a file has no 2 GB limit.
+pipeline), and without its telemetry (``_openvino``). The model is written to a scratch
+directory with its weights as one external data file: OpenVINO reads ONNX external data from
+files only, and a file has no 2 GB limit.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -57,16 +60,37 @@ def message_of(error: Exception) -> str:
 def unavailable() -> str | None:
     """Why OpenVINO cannot run here (None: it can)."""
     try:
-        import openvino  # noqa: F401
+        _openvino()
     except ImportError as error:
         return f"the `openvino` package does not import ({error}; pip install 'onnxlens[runtimes]')"
     return None
+
+
+def _openvino() -> ModuleType:
+    """``import openvino`` without its telemetry. Importing openvino imports its model
+    converter, whose telemetry (the ``openvino_telemetry`` package) counts each import in
+    ``~/intel/stats``, writes a client id beside it and may send usage data to Google
+    Analytics: a check would write into the user's home and reach the network. When
+    ``openvino_telemetry`` does not import, openvino uses its own stub, which does nothing; it
+    is kept from importing while openvino is first imported, and only then."""
+    if "openvino" in sys.modules:
+        return sys.modules["openvino"]
+    blocked = "openvino_telemetry" not in sys.modules
+    if blocked:
+        sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]  # import fails
+    try:
+        import openvino
+    finally:
+        if blocked and sys.modules.get("openvino_telemetry", ...) is None:
+            del sys.modules["openvino_telemetry"]
+    return openvino
 
 
 def run(model: onnx.ModelProto, weights: dict[str, np.ndarray],
         feeds: dict[str, np.ndarray]) -> OpenVinoRun:
     """Convert, compile for the CPU and run ``model`` (``weights``: its in-memory external
     initializers, weights_apart) on ``feeds`` (graph input name -> array)."""
+    _openvino()
     from openvino import Core
     from openvino.frontend import FrontEndManager
 

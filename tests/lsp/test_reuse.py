@@ -288,3 +288,38 @@ async def test_result_reuse_has_an_off_switch(client_without_reuse: LanguageClie
         == []
     assert await _published(client, publishes, uri, lambda: _save(client, uri)) == []
     assert await _counts(client) == (4, 0)  # saved unchanged: both targets run again
+
+
+DEPLOYED = textwrap.dedent("""\
+    import torch
+
+
+    # onnx-export: args=(torch.rand(2, 3),), runtimes=["openvino-cpu", "ort-web"],
+    #     precision=["fp16", "int8"]
+    class Deployed(torch.nn.Module):
+        def forward(self, x):
+            return torch.sigmoid(x) * 2
+""")
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def deployed_client(lsp_client: LanguageClient, tmp_path):
+    (tmp_path / "model.py").write_text(DEPLOYED)
+    async with session(lsp_client, tmp_path):
+        yield
+
+
+async def test_a_check_on_other_runtimes_and_precisions_is_reused_too(
+        deployed_client: LanguageClient):
+    """Issue 43: the deploy stage writes the model for OpenVINO, ONNX Runtime Web and the
+    quantizer, and reads their answers back; what a check wrote itself is no input, so the
+    result is reused as any other."""
+    client = deployed_client
+    root = client.workspace_root
+    publishes = record_publishes(client)
+    uri = uri_of(root / "model.py")
+    assert await _published(client, publishes, uri, lambda: open_file(client, root / "model.py")) \
+        == []
+    assert await _counts(client) == (1, 0)
+    assert await _published(client, publishes, uri, lambda: _save(client, uri)) == []
+    assert await _counts(client) == (1, 1)  # saved unchanged: reused, not checked again

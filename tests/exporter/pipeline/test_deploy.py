@@ -309,3 +309,21 @@ def test_a_bad_precision_flag_is_a_usage_error():
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 2
     assert "names no precision: 'bf16' (known: fp32, fp16, int8)" in done.stderr
+
+
+@pytest.mark.primary_torch
+def test_a_check_on_openvino_writes_nothing_in_the_users_home(tmp_path):
+    """Importing openvino runs its telemetry: a usage count and a client id in ~/intel, and an
+    event sent to Google Analytics. The check imports it without (nor does the worker's warm
+    import probe import it), and finds what it finds."""
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    home.mkdir()
+    workspace.mkdir()
+    (workspace / "model.py").write_text(DETERMINANT)
+    done = subprocess.run(
+        [sys.executable, "-m", "onnxlens", "check", "model.py", "--runtimes", "openvino-cpu"],
+        cwd=workspace, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(home)})
+    assert "model.py:7:16: error[ONNX701]: OpenVINO (CPU) cannot convert ONNX node `n0` " \
+        "(Det)" in done.stdout, done.stdout + done.stderr
+    assert not (home / "intel").exists()
