@@ -736,6 +736,10 @@ def _on_openvino(built: Built, saved: str | None, proto: Any, eager: Any, sessio
     if "openvino-cpu" not in _named_runtimes(built):
         return
     with _phase("openvino"):
+        # without its telemetry (a usage count in ~/intel, an event sent over the network):
+        # openvino falls back to its stub when the package does not import
+        if "openvino" not in sys.modules:
+            sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
         import openvino as ov
 
         path = saved or "plain.onnx"
