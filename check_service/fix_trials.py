@@ -5,7 +5,8 @@ unsaved text is checked: one more check job, in a fresh fork of the warm worker,
 a trial reaches the verdict or another trial. The trials start after the verdict was handed on
 and stop when their checks have run for the fix budget. A candidate *works* when its check
 exports, runs in ONNX Runtime and matches eager PyTorch (at the other sizes too, with declared
-dynamic dimensions) with no error left; only those are attached to the finding they answer.
+dynamic dimensions) with no error left, and the finding it answers is gone (a warning, such as
+a runtime's fallback, too); only those are attached to the finding they answer.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import replace
 
 from check_service.outcomes import Limits, failure_message
 from export_worker.messages import CheckAnswer, JobDone, JobOutcome, JobRequest
-from exporter.findings.fixes import FixCandidate, FixTrial
+from exporter.findings.fixes import FixCandidate, FixEdit, FixTrial
+from exporter.findings.positions import Range
 from exporter.findings.result import StageState, TargetResult
 from exporter.findings.rules import Severity
 from exporter.source.edits import EditConflict, apply_edits
@@ -88,12 +90,27 @@ def judge(candidate: FixCandidate, target: str, outcome: JobOutcome, limits: Lim
     if errors:
         first = errors[0]
         return FixTrial(candidate, "fails", seconds, f"{first.rule}: {first.message}")
+    if candidate.answers is not None:
+        rule, answered = candidate.answers
+        where = moved(answered, candidate.edits)
+        left = next((d for d in checked.diagnostics
+                     if d.rule == rule and d.location.range == where), None)
+        if left is not None:
+            return FixTrial(candidate, "fails", seconds, f"{left.rule}: {left.message}")
     for name in _MUST_PASS:
         stage = checked.stage(name)
         if stage is None or stage.state != StageState.PASSED:
             why = stage.reason if stage is not None and stage.reason else "it did not run"
             return FixTrial(candidate, "fails", seconds, f"the {name} stage did not pass: {why}")
     return FixTrial(candidate, "works", seconds)
+
+
+def moved(range_: Range, edits: tuple[FixEdit, ...]) -> Range:
+    """Where ``range_`` is once ``edits`` are made: the lines edits above it add or remove."""
+    shift = sum(edit.text.count("\n") - (edit.range.end.line - edit.range.start.line)
+                for edit in edits if edit.range.end.line < range_.start.line)
+    return Range.of(range_.start.line + shift, range_.start.column,
+                    range_.end.line + shift, range_.end.column)
 
 
 def with_trials(result: TargetResult, trials: list[FixTrial]) -> TargetResult:
@@ -111,11 +128,10 @@ def with_trials(result: TargetResult, trials: list[FixTrial]) -> TargetResult:
 
 
 def _answered(result: TargetResult, candidate: FixCandidate) -> int | None:
-    errors = [i for i, d in enumerate(result.diagnostics) if d.severity == Severity.ERROR]
     if candidate.answers is not None:
         rule, range_ = candidate.answers
-        for index in errors:
-            found = result.diagnostics[index]
+        for index, found in enumerate(result.diagnostics):
             if found.rule == rule and found.location.range == range_:
                 return index
+    errors = [i for i, d in enumerate(result.diagnostics) if d.severity == Severity.ERROR]
     return errors[0] if errors else None

@@ -17,7 +17,11 @@ Where each comes from:
   as plain tensor operations instead of ``F.scaled_dot_product_attention``, whose
   decomposition fails with their position biases; ``timm/layers/config.py``,
   ``use_fused_attn``);
-* **onnxlens**: a specialized dimension made static (ONNX102).
+* **onnxlens**: a specialized dimension made static (ONNX102); torch.onnx's default opset
+  where a runtime named cannot take, run or match the model exported at another one
+  (ONNX701-703, ONNX705: from opset 23 the exporter writes attention and RMS normalization as
+  the single operators ``Attention`` and ``RMSNormalization``, which NNAPI and CoreML, for
+  one, do not take; at the default they are the plain operators they are made of).
 
 A candidate is only ever an edit of text the user wrote; nothing here is shown before it was
 tried and worked.
@@ -30,16 +34,25 @@ import sys
 from collections.abc import Iterator
 
 from exporter.findings.diagnostics import Diagnostic
-from exporter.findings.fixes import FixCandidate
+from exporter.findings.fixes import FixCandidate, FixEdit
+from exporter.findings.positions import Range
 from exporter.findings.rules import Severity
 from exporter.pipeline.context import CheckContext
 from exporter.source.edits import keyword_edits
+from exporter.source.export_calls import export_calls
 from exporter.source.notebooks import is_notebook
 from exporter.source.python_syntax import parse_python
-from exporter.source.text import split_lines
+from exporter.source.targets import Target
+from exporter.source.text import node_range, split_lines
+from exporter.toolchain import torch_compat
 
 #: the stages whose failures a different export setting can change
-_EXPORT_STAGES = ("capture", "translate", "validate", "runtime", "numerics", "dynamic")
+_EXPORT_STAGES = ("capture", "translate", "validate", "runtime", "numerics", "dynamic",
+                  "deploy")
+#: what a runtime named says of the model as exported: cannot take a node, fails, differs,
+#: leaves nodes to the CPU (a precision's losses, ONNX706/707, have their own fix)
+_RUNTIME_FINDINGS = {"ONNX701": "then load and run it", "ONNX702": "then load and run it",
+                     "ONNX703": "then match PyTorch", "ONNX705": "then take these nodes"}
 #: factories that take a config's keywords: ``AutoConfig.from_pretrained(..., use_cache=...)``
 _CONFIG_FACTORIES = ("for_model", "from_pretrained", "from_dict")
 #: model factories that pass keywords on to the config (``attn_implementation`` among them)
@@ -51,10 +64,57 @@ def fix_candidates(ctx: CheckContext, diagnostics: list[Diagnostic]) -> list[Fix
     stages proposed, then the library's settings; none for a check that failed to load, ran
     out of time or memory, or has nothing to fix."""
     errors = [d for d in diagnostics if d.severity == Severity.ERROR]
-    if not errors or any(d.stage not in _EXPORT_STAGES for d in errors) \
-            or is_notebook(ctx.target.path):
+    if is_notebook(ctx.target.path) or any(d.stage not in _EXPORT_STAGES for d in errors):
         return []
-    return [*ctx.fix_candidates, *_transformers_settings(ctx), *_timm_settings(ctx)]
+    if not errors:  # a runtime's fallback (a warning) has a fix too
+        return list(_default_opset(ctx, diagnostics))
+    return [*ctx.fix_candidates, *_default_opset(ctx, diagnostics),
+            *_transformers_settings(ctx), *_timm_settings(ctx)]
+
+
+def _default_opset(ctx: CheckContext, diagnostics: list[Diagnostic]) -> Iterator[FixCandidate]:
+    """torch.onnx's default opset, for the first finding of a runtime named on a model
+    exported at another opset: the pragma's (or the export call's) opset changed, else
+    ``opset=...`` added to the pragma (the project's setting gave the other one)."""
+    found = next((d for d in diagnostics if d.rule in _RUNTIME_FINDINGS), None)
+    requested = ctx.options.opset
+    default = torch_compat.default_opset()
+    if found is None or requested is None or int(requested) == default:
+        return
+    edit = opset_edit(ctx.target, ctx.sources.read(ctx.target.path), default)
+    if edit is None:
+        return
+    yield FixCandidate(
+        "onnxlens:default-opset", f"Export at opset {default}, torch.onnx's default, instead "
+        f"of opset {requested}: the runtimes named {_RUNTIME_FINDINGS[found.rule]}", "onnxlens",
+        (edit,), (found.rule, found.location.range))
+
+
+def opset_edit(target: Target, source: str, opset: int) -> FixEdit | None:
+    """The edit that exports ``target`` (found in ``source``) at ``opset``: its pragma's
+    ``opset=`` or its export call's literal ``opset_version=`` changed, else ``opset=`` added
+    at the end of its pragma; None for an export call without a literal one."""
+    path = target.path
+    option = target.options.get("opset")
+    if option is not None:
+        return FixEdit(path, option.range, str(opset))
+    lines = split_lines(source)
+    if target.export_call_line is not None:
+        calls = export_calls(path, parse_python(source), lines)
+        call = next((c for c in calls if c.range.start.line == target.export_call_line), None)
+        argument = call.keywords.get("opset_version") if call is not None else None
+        if argument is None or call is None or call.literal("opset_version") is ...:
+            return None
+        return FixEdit(path, node_range(argument.node, lines), str(opset))
+    pragma = target.pragma
+    if pragma is None:
+        return None
+    before = lines[pragma.end.line - 1][:pragma.end.column - 1]
+    if pragma.start == pragma.end:  # "# onnx-export:" alone
+        separator = "" if before[-1:].isspace() else " "
+    else:
+        separator = " " if before.rstrip().endswith(",") else ", "
+    return FixEdit(path, Range(pragma.end, pragma.end), f"{separator}opset={opset}")
 
 
 def _transformers_settings(ctx: CheckContext) -> Iterator[FixCandidate]:

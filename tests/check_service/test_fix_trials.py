@@ -4,6 +4,7 @@ budget; only a fix that works is attached, to the finding it answers."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from exporter.findings.diagnostics import Diagnostic, Location
 from exporter.findings.fixes import FixCandidate, FixEdit
 from exporter.findings.positions import Range
 from exporter.findings.result import CheckResult, StageState, StageStatus, TargetResult
+from exporter.findings.rules import Severity
 from exporter.source.targets import discover
 
 PATH = Path("/w/m.py")
@@ -126,3 +128,42 @@ async def test_a_fix_that_removes_the_target_fails_without_a_check():
     request = JobRequest("check", TARGET, "/w", text=TEXT, timeout=60.0)
     (trial,) = await try_fixes(request, TEXT, result, submit, Limits(60.0, None), 30.0)
     assert (trial.verdict, trial.detail) == ("fails", "the edited file has no target 'T'")
+
+
+FALLBACK = Diagnostic("ONNX705", "runs on the CPU", Location(PATH, Range.of(6, 12, 6, 13)),
+                      target="T", severity=Severity.WARNING)
+
+
+def _still(where: Range | None) -> CheckResult:
+    """A check whose stages all passed, with no error: the warning left at ``where``."""
+    checked = _checked(True)
+    if where is not None:
+        checked.targets[0].diagnostics.append(replace(FALLBACK, location=Location(PATH, where)))
+    return checked
+
+
+@pytest.mark.parametrize(("edit", "left", "verdict"), [
+    ("3", None, "works"),
+    ("3", Range.of(6, 12, 6, 13), "fails"),  # the warning it answers is still there
+    ("3", Range.of(6, 1, 6, 4), "works"),  # a warning elsewhere on the line is another one
+    ("3\n\n", Range.of(8, 12, 8, 13), "fails"),  # the edit moved the warning two lines down
+    ("3\n\n", Range.of(6, 12, 6, 13), "works"),
+], ids=["gone", "left", "other", "moved-left", "moved-gone"])
+async def test_a_fix_for_a_warning_works_only_once_that_warning_is_gone(edit, left, verdict):
+    """A runtime's fallback (ONNX705) is a warning: its fix has no error to remove, so it
+    works only when the edited check no longer reports that warning where it now is."""
+    async def submit(request: JobRequest) -> JobOutcome:
+        return JobDone("", CheckAnswer(_still(left)), seconds=1.0, pid=1)
+
+    candidate = FixCandidate("opset", "export at the default opset", "onnxlens",
+                             (FixEdit(PATH, Range.of(1, 5, 1, 6), edit),),
+                             answers=("ONNX705", FALLBACK.location.range))
+    result = TargetResult("T", PATH, Range.of(1, 1, 1, 2), diagnostics=[FALLBACK],
+                          fix_candidates=[candidate])
+    request = JobRequest("check", TARGET, "/w", text=TEXT, timeout=60.0)
+    (trial,) = await try_fixes(request, TEXT, result, submit, Limits(60.0, None), 30.0)
+    assert trial.verdict == verdict
+    if verdict == "fails":
+        assert trial.detail == "ONNX705: runs on the CPU"
+    (shown,) = with_trials(result, [trial]).diagnostics
+    assert [t.candidate.key for t in shown.fixes] == (["opset"] if verdict == "works" else [])

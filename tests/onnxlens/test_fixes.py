@@ -11,6 +11,7 @@ import pytest
 from exporter.findings.diagnostics import Range
 from exporter.findings.fixes import FixEdit
 from exporter.source.edits import apply_edits
+from exporter.toolchain import torch_compat
 from onnxlens.cli import main
 from tests.conftest import FIXTURES
 from tests.sarif_tools import validate_with_schema
@@ -102,3 +103,62 @@ def test_a_failure_inside_transformers_gets_the_setting_that_fixes_it(capsys, tm
     assert '        window_size=2,\n        attn_implementation="eager",\n    )' \
         in fixed.read_text()
     assert _check(capsys, fixed, "--fix-budget", "0")[0] == 0
+
+
+RUNTIME_OPSET = LIBRARY / "runtime_opset"
+
+
+@pytest.mark.every_torch  # which operators opset 23 writes depends on the installed torch
+def test_a_runtime_that_does_not_take_an_opsets_operators_gets_the_default_opset(capsys,
+                                                                                 tmp_path):
+    """At opset 23 attention and RMS normalization are single operators NNAPI and CoreML do
+    not take (ONNX705, a warning). The default opset is tried for each; it is shown only where
+    the runtimes named then take every node of the line (not where NNAPI lacks the
+    `Reciprocal` RMS normalization is made of, CoreML the `Expand` of grouped attention, NNAPI
+    the `Where` of a mask, or a dimension is dynamic), and the edit goes where the opset
+    came from: the pragma, the project (then the pragma gets one) or the export call."""
+    default = str(torch_compat.default_opset())
+    status = main(["check", str(RUNTIME_OPSET), "--root", str(RUNTIME_OPSET), "--format", "json"])
+    out = capsys.readouterr().out
+    assert status == 0  # fallbacks are warnings
+    report = json.loads(out)
+    verdicts = {t["name"]: [(trial["key"], trial["verdict"]) for trial in t["fix_trials"]]
+                for t in report["targets"]}
+    works, fails = [("onnxlens:default-opset", "works")], [("onnxlens:default-opset", "fails")]
+    assert verdicts == {
+        "Attention": works, "grouped_attention": fails, "MaskedAttention": fails,
+        "NormOnNnapi": fails, "NormOnCoreml": works, "DynamicAttention": fails,
+        "ProjectAttention": works, "export_pooled@21": works}
+    for target in report["targets"]:
+        for trial in target["fix_trials"]:
+            if trial["verdict"] == "fails":  # the fallback is still there, at the same line
+                assert trial["detail"].startswith("ONNX705: Runs on the CPU: not on ")
+
+    fixed = {(Path(d["path"]).name, d["range"]["start"]["line"], d["target"]): d
+             for d in report["diagnostics"] if d.get("fixes")}
+    assert sorted(fixed) == [("model.py", 15, "Attention"), ("model.py", 59, "NormOnCoreml"),
+                             ("project_opset.py", 11, "ProjectAttention"),
+                             ("project_opset.py", 16, "export_pooled@21")]
+    for finding in fixed.values():
+        assert finding["rule"] == "ONNX705" and finding["severity"] == "warning"
+        (fix,) = finding["fixes"]
+        assert fix["title"] == (f"Export at opset {default}, torch.onnx's default, instead of "
+                                "opset 23: the runtimes named then take these nodes")
+    edited = {key[2]: _edited(RUNTIME_OPSET / key[0], finding["fixes"][0])
+              for key, finding in fixed.items()}
+    assert f"# onnx-export: args=(torch.randn(3, 8),), opset={default}, runtimes=[\"coreml\"]" \
+        in edited["NormOnCoreml"]
+    assert f"dynamo=True, opset_version={default})" in edited["export_pooled@21"]
+    # the project's opset=23: the pragma gets its own, and the edited file checks clean
+    pragma = "# onnx-export: args=tuple(torch.randn(1, 1, 3, 4) for _ in range(3))"
+    assert f"{pragma}, opset={default}\n" in edited["ProjectAttention"]
+    project = tmp_path / "runtime_opset"
+    project.mkdir()
+    (project / "pyproject.toml").write_text((RUNTIME_OPSET / "pyproject.toml").read_text())
+    (project / "project_opset.py").write_text(edited["ProjectAttention"])
+    status = main(["check", str(project / "project_opset.py"), "--root", str(project),
+                   "--fix-budget", "0", "--format", "json"])
+    rechecked = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert [d["rule"] for d in rechecked["diagnostics"]] == ["ONNX705"]  # export_pooled's
+    assert rechecked["diagnostics"][0]["target"] == "export_pooled@21"
