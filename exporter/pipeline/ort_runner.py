@@ -38,9 +38,37 @@ def create_session(model: onnx.ModelProto, serialized: bytes | None = None,
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.log_severity_level = 4  # fatal only: failures are reported as diagnostics instead
     if tuple(providers) != (CPU,):
         options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    return _session(model, serialized, weights, providers, options)
+
+
+def basic_optimized(model: onnx.ModelProto, serialized: bytes | None = None,
+                    weights: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:
+    """The graph ONNX Runtime hands to its execution providers: ``model`` after the basic
+    optimizations (constant folding, redundant nodes removed), which run before the graph is
+    partitioned among providers (ONNX Runtime's docs, "Graph optimizations"; its mobile
+    usability checker reads the same). Only the graph is read back: no weights, no node
+    metadata (ONNX Runtime keeps neither)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    with tempfile.TemporaryDirectory(prefix="onnxlens-") as directory:
+        path = Path(directory) / "optimized.onnx"
+        options.optimized_model_filepath = str(path)
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", "optimized.onnx.data")
+        _session(model, serialized, weights, (CPU,), options)
+        return onnx.load(path, load_external_data=False)
+
+
+def _session(model: onnx.ModelProto, serialized: bytes | None,
+             weights: dict[str, np.ndarray] | None, providers: tuple[str, ...],
+             options: ort.SessionOptions) -> ort.InferenceSession:
+    import onnxruntime as ort
+
+    options.log_severity_level = 4  # fatal only: failures are reported as diagnostics instead
     # ONNX Runtime reads these buffers in place: the session keeps them alive (below)
     weights = weights or {}
     values = [ort.OrtValue.ortvalue_from_numpy(array) for array in weights.values()]

@@ -43,8 +43,8 @@ def table(rows: list[Row]) -> list[list[str]]:
 
 def runtime_table(rows: list[Row]) -> list[list[str]]:
     """Each target judged on a runtime besides ONNX Runtime's CPU provider (docs/runtimes.md):
-    the runtime by itself on the plain model (OpenVINO, ONNX Runtime Web), and onnxlens's
-    deploy stage."""
+    the runtime by itself on the plain model (OpenVINO, ONNX Runtime Web; NNAPI and CoreML by
+    ONNX Runtime's mobile usability checker), and onnxlens's deploy stage."""
     phases = {"openvino-cpu": {"openvino": "fails", "openvino_mismatch": "differs"},
               "ort-web": {"ort_web": "fails", "ort_web_mismatch": "differs"}}
     body = []
@@ -61,6 +61,11 @@ def runtime_table(rows: list[Row]) -> list[list[str]]:
             body.append([row.target, runtime, plain, mine.state if mine else "-",
                          row.agreement, f"{truth.runtime_seconds.get(runtime, 0.0):.2f}",
                          f"{mine.seconds:.2f}" if mine else "-"])
+        for runtime, checked in sorted(truth.mobile.items()):  # ONNX Runtime's table
+            mine = ran.get(runtime)
+            body.append([row.target, runtime, f"{len(checked.left)} of {checked.nodes} to CPU",
+                         f"{len(mine.unsupported)} of {mine.nodes} to CPU" if mine else "-",
+                         row.agreement, "-", f"{mine.seconds:.2f}" if mine else "-"])
     header = ["target", "runtime", "runtime alone", "onnxlens", "agreement", "alone s",
               "onnxlens s"]
     return [header, *body] if body else []

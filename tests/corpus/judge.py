@@ -12,6 +12,12 @@
 
 A false error made only of onnxlens's runs at sizes the truth did not run is then replayed on
 the plain exporter's model (``tests/corpus/claims.py``): confirmed, it agrees.
+
+A mobile provider named (``nnapi``, ``coreml``) is judged on top of an agreement: ONNX
+Runtime's mobile usability checker, run on the plain model in the truth's process, must leave
+as many nodes of as large a graph to the CPU as onnxlens's summary says (a fallback where it
+leaves none is a **false error**, none where it leaves some is **missed**, another count is a
+**wrong cause**). Fallbacks are warnings, so this is the only place they are judged.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from pathlib import Path
 
 from tests.corpus.corpus import AnnotationProblem, CorpusFile
 from tests.corpus.lens import LensDiagnostic, LensFile, LensTarget, Place
-from tests.corpus.truth import ErrorInfo, Failure, Frame, TruthResult
+from tests.corpus.truth import ErrorInfo, Failure, Frame, MobileTruth, TruthResult
 
 AGREE, FALSE_ERROR, MISSED, WRONG_CAUSE, TOOL_FAILURE, NOT_JUDGED = (
     "agree", "false error", "missed", "wrong cause", "tool failure", "not judged")
@@ -139,6 +145,26 @@ def agreement(truth: TruthResult, diagnostics: list[LensDiagnostic],
     return AGREE, ""
 
 
+def mobile_agreement(truths: dict[str, MobileTruth], lens: LensTarget) -> tuple[str, str]:
+    """(agreement, detail) of each mobile provider onnxlens's summary and the checker judged."""
+    for runtime, truth in sorted(truths.items()):
+        run = next((r for r in lens.runtimes if r.runtime == runtime and r.precision == "fp32"),
+                   None)
+        if run is None:
+            return WRONG_CAUSE, f"{runtime}: onnxlens has no verdict; the checker's: " \
+                f"{len(truth.left)} of {truth.nodes} nodes left to the CPU"
+        said = (f"{runtime}: the checker leaves {len(truth.left)} of {truth.nodes} nodes to "
+                f"the CPU ({', '.join(truth.left[:5]) or 'none'}); onnxlens: "
+                f"{len(run.unsupported)} of {run.nodes} ({run.state})")
+        if truth.left and not run.unsupported:
+            return MISSED, said
+        if run.unsupported and not truth.left:
+            return FALSE_ERROR, said
+        if (len(run.unsupported), run.nodes) != (len(truth.left), truth.nodes):
+            return WRONG_CAUSE, said
+    return AGREE, ""
+
+
 def annotation_truth(corpus_file: CorpusFile, problem: AnnotationProblem) -> TruthResult:
     """A rejected pragma has no target to export: the truth is the pragma's own line."""
     return TruthResult(str(corpus_file.path), f"(pragma, line {problem.line})", "failed",
@@ -159,6 +185,8 @@ def judge_file(corpus_file: CorpusFile, truths: dict[str, TruthResult],
                             failure, TOOL_FAILURE, failure))
             continue
         verdict, detail = agreement(truth, target.diagnostics, corpus_file.root)
+        if verdict == AGREE:
+            verdict, detail = mobile_agreement(truth.mobile, target)
         rows.append(Row(corpus_file.source, corpus_file.label, name, truth, target, "",
                         verdict, detail))
     for problem in corpus_file.annotation_problems:

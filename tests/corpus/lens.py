@@ -83,6 +83,8 @@ class LensRuntime:
     state: str  # matches, differs, fails, not run here
     seconds: float
     precision: str = "fp32"  # the model as exported, or a precision variant
+    nodes: int | None = None  # the runtime's own graph
+    unsupported: tuple[str, ...] = ()  # the nodes it cannot take (or leaves to the CPU)
 
 
 @dataclass
@@ -145,7 +147,8 @@ def parse(report: dict[str, Any], paths: list[Path], root: Path,
                        t["detail"], [LensEdit(_place(root, e), e["text"]) for e in t["edits"]])
              for t in target.get("fix_trials", [])],
             [LensRuntime(r["runtime"], r["state"], float(r["seconds"]),
-                         r.get("precision", "fp32"))
+                         r.get("precision", "fp32"), r.get("nodes"),
+                         tuple(r.get("unsupported") or ()))
              for r in (target.get("summary") or {}).get("runtimes", [])])
     for entry in report["diagnostics"]:
         diagnostic = LensDiagnostic(entry["rule"], entry["severity"], entry["message"],

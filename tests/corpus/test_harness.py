@@ -8,9 +8,17 @@ from pathlib import Path
 import pytest
 
 from tests.corpus.corpus import exportdb_target
-from tests.corpus.judge import AGREE, FALSE_ERROR, MISSED, TOOL_FAILURE, WRONG_CAUSE, agreement
-from tests.corpus.lens import LensDiagnostic, Place, parse
-from tests.corpus.truth import ErrorInfo, Failure, Frame, TruthResult
+from tests.corpus.judge import (
+    AGREE,
+    FALSE_ERROR,
+    MISSED,
+    TOOL_FAILURE,
+    WRONG_CAUSE,
+    agreement,
+    mobile_agreement,
+)
+from tests.corpus.lens import LensDiagnostic, LensRuntime, LensTarget, Place, parse
+from tests.corpus.truth import ErrorInfo, Failure, Frame, MobileTruth, TruthResult
 
 ROOT = Path("/workspace")
 MODEL = str(ROOT / "model.py")
@@ -46,6 +54,28 @@ def _error(rule: str, line: int, related: int | None = None,
 ])
 def test_agreement(truth: TruthResult, diagnostics: list[LensDiagnostic], expected: str) -> None:
     assert agreement(truth, diagnostics, ROOT)[0] == expected
+
+
+@pytest.mark.parametrize(("left", "nodes", "checker_left", "expected"), [
+    (("a", "b"), 5, ["Gather", "Where"], AGREE),
+    ((), 5, [], AGREE),
+    (("a",), 5, [], FALSE_ERROR),  # left out where the checker takes the graph whole
+    ((), 5, ["Gather"], MISSED),
+    (("a", "b", "c"), 5, ["Gather", "Where"], WRONG_CAUSE),  # more nodes left out
+    (("a", "b"), 6, ["Gather", "Where"], WRONG_CAUSE),  # the same count of another graph
+])
+def test_mobile_agreement(left: tuple[str, ...], nodes: int, checker_left: list[str],
+                          expected: str) -> None:
+    """onnxlens's verdict on NNAPI against ONNX Runtime's checker's on a graph of 5 nodes."""
+    lens = LensTarget("T", True, [], [], runtimes=[
+        LensRuntime("nnapi", "falls back" if left else "supported", 0.0, "fp32", nodes, left)])
+    assert mobile_agreement({"nnapi": MobileTruth(5, checker_left)}, lens)[0] == expected
+
+
+def test_a_mobile_provider_onnxlens_has_no_verdict_on_is_a_wrong_cause() -> None:
+    lens = LensTarget("T", True, [], [], runtimes=[
+        LensRuntime("nnapi", "supported", 0.0, "fp32", 5, ())])
+    assert mobile_agreement({"coreml": MobileTruth(5, [])}, lens)[0] == WRONG_CAUSE
 
 
 def test_other_size_tiles_the_example_along_declared_axes() -> None:

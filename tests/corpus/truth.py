@@ -135,6 +135,16 @@ class SizeRun:
 
 
 @dataclass
+class MobileTruth:
+    """What ONNX Runtime's mobile usability checker makes of the plain model for NNAPI or
+    CoreML: the nodes of the graph it judges (after ONNX Runtime's basic optimizations), and
+    the operator of each node the provider would leave to the CPU."""
+
+    nodes: int
+    left: list[str] = field(default_factory=list)
+
+
+@dataclass
 class TruthResult:
     path: str
     target: str
@@ -149,6 +159,8 @@ class TruthResult:
     #: the annotation's other runtimes, each run by itself on the plain model (openvino-cpu)
     runtimes: dict[str, SizeRun] = field(default_factory=dict)
     runtime_seconds: dict[str, float] = field(default_factory=dict)  # read to last run
+    #: the annotation's mobile providers, judged by ONNX Runtime's checker on the plain model
+    mobile: dict[str, MobileTruth] = field(default_factory=dict)
     export_seconds: float = 0.0
     ort_seconds: float = 0.0
     eager_seconds: float = 0.0
@@ -716,9 +728,37 @@ def _judge(built: Built, result: TruthResult) -> None:
         raise PhaseFailed("mismatch", message=result.example.problem)
     _other_size(built, reference, session, result)
     _narrowed_ranges(built, program, reference, session)
+    _on_mobile(built, saved, proto, result)
     _on_openvino(built, saved, proto, eager, session, result)
     _on_ort_web(built, saved, proto, eager, session, result)
     _at_precisions(built, saved, proto, eager, session)
+
+
+def _on_mobile(built: Built, saved: str | None, proto: Any, result: TruthResult) -> None:
+    """When the annotation names ``nnapi`` or ``coreml``: the plain model as ONNX Runtime's
+    mobile usability checker reads it by default (``analyze_model``: optimized at the basic
+    level, shapes inferred with its own helper, each provider's partitions with fixed input
+    sizes required, CoreML's ML Program table), the nodes it would leave to the CPU."""
+    named = [name for name in ("nnapi", "coreml") if name in _named_runtimes(built)]
+    if not named:
+        return
+    from onnxruntime.tools.mobile_helpers import usability_checker
+    from onnxruntime.tools.onnx_model_utils import ModelProtoWithShapeInfo, optimize_model
+
+    path = Path(saved or "plain.onnx")
+    if saved is None:
+        path.write_bytes(proto.SerializeToString())
+    optimized = Path("mobile") / path.name
+    optimized.parent.mkdir(exist_ok=True)
+    optimize_model(path, optimized, use_external_initializers=True)
+    shaped = ModelProtoWithShapeInfo(optimized).model_with_shape_info
+    for name in named:
+        info = (usability_checker.check_nnapi_partitions(shaped, True) if name == "nnapi" else
+                usability_checker.check_coreml_partitions(
+                    shaped, True, "coreml_supported_mlprogram_ops.md"))
+        taken = {node.name for group in info.supported_groups for node in group}
+        result.mobile[name] = MobileTruth(info.num_nodes, sorted(
+            node.op_type for node in shaped.graph.node if node.name not in taken))
 
 
 class RuntimeFailed(Exception):

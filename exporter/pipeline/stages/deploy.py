@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -95,6 +96,17 @@ class _Model:
         return _NAMES[runtime] + ("" if self.precision == REFERENCE_PRECISION
                                   else f" at {self.precision}")
 
+    @cached_property
+    def partitioned(self) -> onnx.ModelProto:
+        """The graph ONNX Runtime partitions among its providers (after its basic
+        optimizations); the model itself when ONNX Runtime refuses it (the runtime stage
+        reports why)."""
+        try:
+            return ort_runner.basic_optimized(self.proto, self.serialized, self.weights)
+        except Exception:
+            logging.getLogger(__name__).debug("basic optimization failed", exc_info=True)
+            return self.proto
+
 
 def run(ctx: CheckContext) -> None:
     translated = ctx.need_translated()
@@ -120,7 +132,7 @@ def _timed(ctx: CheckContext, runtime: str, model: _Model,
     elif runtime == "ort-web":
         outcome = _ort_web(ctx, model)
     elif runtime in _STATIC:
-        outcome = _mobile(ctx, runtime, fallbacks)
+        outcome = _mobile(runtime, model, fallbacks)
     else:
         outcome = _ort_provider(ctx, runtime, model, fallbacks)
     return replace(outcome, seconds=time.perf_counter() - started, precision=model.precision)
@@ -417,18 +429,15 @@ class _Fallback:
     share: str  # how much of the graph the runtime takes
 
 
-def _mobile(ctx: CheckContext, runtime: str, fallbacks: list[_Fallback]) -> RuntimeRun:
+def _mobile(runtime: str, model: _Model, fallbacks: list[_Fallback]) -> RuntimeRun:
     """NNAPI or CoreML, judged from ONNX Runtime's operator table (neither runs here)."""
-    model = ctx.need_translated().model_proto
-    found = mobile_partitions.partition(model, runtime)
-    nodes = {node.name: node for node in model.graph.node}
+    found = mobile_partitions.partition(model.proto, model.partitioned, runtime)
     share = (f"{_NAMES[runtime]} takes {found.supported} of {found.nodes} nodes, in "
              f"{found.partitions} partition(s), by ONNX Runtime's operator table: it does not "
              "run here")
-    fallbacks += [_Fallback(_NAMES[runtime], nodes[name], why, share)
-                  for name, why in found.fallen_back if name in nodes]
+    fallbacks += [_Fallback(_NAMES[runtime], node, why, share) for node, why in found.fallen_back]
     return RuntimeRun(runtime, "falls back" if found.fallen_back else "supported",
-                      nodes=found.nodes, unsupported=tuple(n for n, _ in found.fallen_back),
+                      nodes=found.nodes, unsupported=tuple(n.name for n, _ in found.fallen_back),
                       detail="ONNX Runtime's operator table (static; it does not run here)",
                       partitions=found.partitions)
 

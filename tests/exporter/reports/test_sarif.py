@@ -264,7 +264,7 @@ def test_the_runtimes_table_is_in_the_runs_property_bag(sarif_logs):
     assert table[("OnPhones", "nnapi")]["partitions"] == 1
     assert table[("OnGpu", "cuda")]["state"] == "not run here"
     assert {row["precision"] for row in run["properties"]["runtimes"]} == {"fp32"}
-    assert len(table) == 16
+    assert len(table) == 21
     (run,) = sarif_logs["precision/model.py"]["runs"]
     rows = {(row["target"], row["runtime"], row["precision"]): row["state"]
             for row in run["properties"]["runtimes"]}
