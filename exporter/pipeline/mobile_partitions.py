@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import onnx
 
+from exporter.pipeline.onnx_nodes import exported_origin
 from exporter.pipeline.weights_apart import checkable
 
 #: the table of each provider (CoreML: its ML Program format, the one newer devices run)
@@ -46,15 +47,12 @@ def partition(exported: onnx.ModelProto, optimized: onnx.ModelProto,
         info = usability_checker.check_coreml_partitions(shaped, True, _COREML_TABLE)
     taken = {node.name for group in info.supported_groups for node in group}
     exported_nodes = {node.name: node for node in exported.graph.node}
-    fallen_back = tuple((_origin(node, exported_nodes), _why(node, info.supported_ops_checker))
+    fallen_back = tuple((exported_origin(node.name, exported_nodes) or node,
+                         _why(node, info.supported_ops_checker))
                         for node in shaped.graph.node if node.name not in taken)
     return Partitioning(info.num_nodes, info.num_supported_nodes, info.num_partitions,
                         fallen_back)
 
-
-def _origin(node: onnx.NodeProto, exported: dict[str, onnx.NodeProto]) -> onnx.NodeProto:
-    """The exported node ``node`` of the optimized graph is, or was fused from."""
-    return exported.get(node.name) or exported.get(node.name.split("/", 1)[0]) or node
 
 
 def _why(node: onnx.NodeProto, table: object) -> str:

@@ -36,6 +36,13 @@ def metadata(node: onnx.NodeProto) -> dict[str, str]:
     return {entry.key: entry.value for entry in node.metadata_props}
 
 
+def exported_origin(name: str, exported: dict[str, onnx.NodeProto]) -> onnx.NodeProto | None:
+    """The exported node a node of ONNX Runtime's optimized graph named ``name`` is, or was
+    fused from (ONNX Runtime names a fused node after it: ``node_MatMul_3/MatMulAddFusion``);
+    None for a node its optimizer made up."""
+    return exported.get(name) or exported.get(name.split("/", 1)[0])
+
+
 def names_in_message(message: str) -> tuple[str | None, str | None]:
     """The (node name, op type) an error message talks about, where it says."""
     name = op_type = None

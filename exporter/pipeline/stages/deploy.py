@@ -33,7 +33,13 @@ from exporter.pipeline.context import CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.intermediates import intermediates
 from exporter.pipeline.locating import short_message
-from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, find_nodes, metadata, names_in_message
+from exporter.pipeline.onnx_nodes import (
+    STACK_TRACE_KEY,
+    exported_origin,
+    find_nodes,
+    metadata,
+    names_in_message,
+)
 from exporter.pipeline.stages.base import StageFailed, StageSkipped
 from exporter.source.traces import Mapped
 
@@ -324,8 +330,9 @@ def _ort_provider(ctx: CheckContext, runtime: str, model: _Model,
     nodes = {node.name: node for node in model.proto.graph.node}
     on_cpu = [node for node, where in placed.items() if where != provider]
     share = f"{name} takes {len(placed) - len(on_cpu)} of {len(placed)} nodes"
-    fallbacks += [_Fallback(name, nodes[node], "ONNX Runtime placed it on the CPU", share)
-                  for node in on_cpu if node in nodes]
+    fallbacks += [_Fallback(name, exported_origin(node, nodes) or onnx.helper.make_node(
+        "made by ONNX Runtime's optimizer", [], [], name=node),
+        "ONNX Runtime placed it on the CPU", share) for node in on_cpu]
     matched = _compare(ctx, name, loaded.eager_outputs, outputs, model)
     state = "differs" if not matched else "falls back" if on_cpu else "matches"
     return RuntimeRun(runtime, state, nodes=len(placed) or None, unsupported=tuple(on_cpu))

@@ -183,6 +183,26 @@ def test_where_onnx_runtime_placed_each_node_is_read_from_a_real_session(tmp_pat
     assert {node.op_type for node in model.graph.node if node.name in placed} >= {"Det"}
 
 
+def test_a_node_onnx_runtime_fused_is_placed_under_a_name_of_its_own(tmp_path):
+    """Why a node ONNX Runtime places is traced back to the exported node (``exported_origin``)
+    and never looked up by its name alone: with its optimizations ONNX Runtime places fused
+    nodes (``node_MatMul_1/MatMulAddFusion``) and nodes of its own, no exported node's name."""
+    import torch
+
+    from exporter.pipeline import ort_runner
+    from exporter.pipeline.onnx_nodes import exported_origin
+
+    model = torch.onnx.export(torch.nn.Linear(8, 8), (torch.randn(2, 4, 8),),
+                              dynamo=True).model_proto
+    session = ort_runner.create_session(
+        model, providers=("AzureExecutionProvider", ort_runner.CPU))
+    placed = ort_runner.node_providers(session)
+    exported = {node.name: node for node in model.graph.node}
+    assert not set(placed) <= set(exported)
+    assert any(exported_origin(name, exported) is not None and name not in exported
+               for name in placed)
+
+
 PRECISION = "precision/model.py"
 
 

@@ -10,7 +10,7 @@ import onnx
 import torch
 
 from exporter.pipeline import mobile_partitions, ort_runner
-from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, metadata
+from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, exported_origin, metadata
 
 
 class Projection(torch.nn.Module):
@@ -41,18 +41,18 @@ def test_onnx_runtime_fuses_and_adds_nodes_that_carry_no_stack_trace():
 
 def test_each_node_left_out_is_the_exported_node_it_came_from():
     """Every node of the optimized graph: the exported node of its name, the one it was fused
-    from (with the stack trace to locate it by), else itself."""
+    from (with the stack trace to locate it by), else none (it stands for itself)."""
     exported = _exported()
     optimized = ort_runner.basic_optimized(exported)
     by_name = {node.name: node for node in exported.graph.node}
     for node in optimized.graph.node:
-        origin = mobile_partitions._origin(node, by_name)
+        origin = exported_origin(node.name, by_name)
         stem = node.name.split("/")[0]
         if stem in by_name:
             assert origin is by_name[stem]
             assert metadata(origin).get(STACK_TRACE_KEY)
         else:
-            assert origin is node
+            assert origin is None
 
 
 def test_the_partitions_are_of_the_optimized_graph():
