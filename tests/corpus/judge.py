@@ -16,8 +16,9 @@ the plain exporter's model (``tests/corpus/claims.py``): confirmed, it agrees.
 A mobile provider named (``nnapi``, ``coreml``) is judged on top of an agreement: ONNX
 Runtime's mobile usability checker, run on the plain model in the truth's process, must leave
 as many nodes of as large a graph to the CPU as onnxlens's summary says (a fallback where it
-leaves none is a **false error**, none where it leaves some is **missed**, another count is a
-**wrong cause**). Fallbacks are warnings, so this is the only place they are judged.
+leaves none is a **false error**, none where it leaves some is **missed**, another count, or
+no ONNX705 at a workspace line of a left-out node's stack trace, is a **wrong cause**).
+Fallbacks are warnings, so this is the only place they are judged.
 """
 
 from __future__ import annotations
@@ -145,8 +146,11 @@ def agreement(truth: TruthResult, diagnostics: list[LensDiagnostic],
     return AGREE, ""
 
 
-def mobile_agreement(truths: dict[str, MobileTruth], lens: LensTarget) -> tuple[str, str]:
-    """(agreement, detail) of each mobile provider onnxlens's summary and the checker judged."""
+def mobile_agreement(truths: dict[str, MobileTruth], lens: LensTarget,
+                     root: Path) -> tuple[str, str]:
+    """(agreement, detail) of each mobile provider onnxlens's summary and the checker judged:
+    the same count, and an ONNX705 at a line of each left-out node's stack trace in the
+    workspace (when it has such a line)."""
     for runtime, truth in sorted(truths.items()):
         run = next((r for r in lens.runtimes if r.runtime == runtime and r.precision == "fp32"),
                    None)
@@ -162,6 +166,12 @@ def mobile_agreement(truths: dict[str, MobileTruth], lens: LensTarget) -> tuple[
             return FALSE_ERROR, said
         if (len(run.unsupported), run.nodes) != (len(truth.left), truth.nodes):
             return WRONG_CAUSE, said
+        fallbacks = [d for d in lens.diagnostics if d.rule == "ONNX705"]
+        for trace in truth.traces:
+            lines = workspace_lines(Failure("", [ErrorInfo("", "", trace)]), root)
+            if lines and not any(_on_lines(d, lines) for d in fallbacks):
+                where = ", ".join(f"{Path(p).name}:{n}" for p, n in sorted(lines))
+                return WRONG_CAUSE, f"{runtime}: no ONNX705 at a line of a node left out ({where})"
     return AGREE, ""
 
 
@@ -186,7 +196,7 @@ def judge_file(corpus_file: CorpusFile, truths: dict[str, TruthResult],
             continue
         verdict, detail = agreement(truth, target.diagnostics, corpus_file.root)
         if verdict == AGREE:
-            verdict, detail = mobile_agreement(truth.mobile, target)
+            verdict, detail = mobile_agreement(truth.mobile, target, corpus_file.root)
         rows.append(Row(corpus_file.source, corpus_file.label, name, truth, target, "",
                         verdict, detail))
     for problem in corpus_file.annotation_problems:

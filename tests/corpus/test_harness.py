@@ -69,13 +69,26 @@ def test_mobile_agreement(left: tuple[str, ...], nodes: int, checker_left: list[
     """onnxlens's verdict on NNAPI against ONNX Runtime's checker's on a graph of 5 nodes."""
     lens = LensTarget("T", True, [], [], runtimes=[
         LensRuntime("nnapi", "falls back" if left else "supported", 0.0, "fp32", nodes, left)])
-    assert mobile_agreement({"nnapi": MobileTruth(5, checker_left)}, lens)[0] == expected
+    assert mobile_agreement({"nnapi": MobileTruth(5, checker_left)}, lens, ROOT)[0] == expected
 
 
 def test_a_mobile_provider_onnxlens_has_no_verdict_on_is_a_wrong_cause() -> None:
     lens = LensTarget("T", True, [], [], runtimes=[
         LensRuntime("nnapi", "supported", 0.0, "fp32", 5, ())])
-    assert mobile_agreement({"coreml": MobileTruth(5, [])}, lens)[0] == WRONG_CAUSE
+    assert mobile_agreement({"coreml": MobileTruth(5, [])}, lens, ROOT)[0] == WRONG_CAUSE
+
+
+@pytest.mark.parametrize(("reported_at", "expected"), [
+    (7, AGREE), (9, WRONG_CAUSE), (None, WRONG_CAUSE)])
+def test_a_mobile_fallback_is_reported_at_a_line_of_its_nodes_trace(
+        reported_at: int | None, expected: str) -> None:
+    """The node left out was exported from line 7 of the workspace (via torch's frames)."""
+    frames = [Frame("/venv/lib/site-packages/torch/nn/x.py", 3, "f"), Frame(MODEL, 7, "forward")]
+    truth = MobileTruth(5, ["Gather"], [frames])
+    found = [_error("ONNX705", reported_at, severity="warning")] if reported_at else []
+    lens = LensTarget("T", True, [], found, runtimes=[
+        LensRuntime("coreml", "falls back", 0.0, "fp32", 5, ("node_embedding",))])
+    assert mobile_agreement({"coreml": truth}, lens, ROOT)[0] == expected
 
 
 def test_other_size_tiles_the_example_along_declared_axes() -> None:

@@ -142,6 +142,9 @@ class MobileTruth:
 
     nodes: int
     left: list[str] = field(default_factory=list)
+    #: for each node left out, the frames of the stack trace the exporter recorded in the
+    #: plain model's node it is or was fused from (ONNX Runtime names a fused node after it)
+    traces: list[list[Frame]] = field(default_factory=list)
 
 
 @dataclass
@@ -752,13 +755,24 @@ def _on_mobile(built: Built, saved: str | None, proto: Any, result: TruthResult)
     optimized.parent.mkdir(exist_ok=True)
     optimize_model(path, optimized, use_external_initializers=True)
     shaped = ModelProtoWithShapeInfo(optimized).model_with_shape_info
+    plain = {node.name: node for node in proto.graph.node}
     for name in named:
         info = (usability_checker.check_nnapi_partitions(shaped, True) if name == "nnapi" else
                 usability_checker.check_coreml_partitions(
                     shaped, True, "coreml_supported_mlprogram_ops.md"))
         taken = {node.name for group in info.supported_groups for node in group}
-        result.mobile[name] = MobileTruth(info.num_nodes, sorted(
-            node.op_type for node in shaped.graph.node if node.name not in taken))
+        left = [node for node in shaped.graph.node if node.name not in taken]
+        result.mobile[name] = MobileTruth(
+            info.num_nodes, sorted(node.op_type for node in left),
+            [_trace(plain.get(node.name) or plain.get(node.name.split("/")[0]))
+             for node in left])
+
+
+def _trace(node: Any) -> list[Frame]:
+    """The frames of the stack trace the exporter recorded in ``node`` (none for None)."""
+    text = _with_traces("", [node]) if node is not None else ""
+    return [Frame(path, int(line), function or "")
+            for path, line, function in _FILE_LINE.findall(text)]
 
 
 class RuntimeFailed(Exception):
