@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,8 @@ import onnx
 import torch
 
 from exporter.config.runtimes import REFERENCE_PRECISION, REFERENCE_RUNTIME
-from exporter.findings.diagnostics import FindingData
+from exporter.findings.diagnostics import Diagnostic, FindingData
+from exporter.findings.positions import Range
 from exporter.findings.result import RuntimeRun
 from exporter.pipeline import (
     mobile_partitions,
@@ -119,15 +121,45 @@ def run(ctx: CheckContext) -> None:
     exported = _Model(translated.model_proto, translated.weights, translated.model_bytes,
                       REFERENCE_PRECISION)
     fallbacks: list[_Fallback] = []
+    first = len(ctx.diagnostics)
     runs = [_timed(ctx, runtime, exported, fallbacks) for runtime in requested(ctx)]
     for precision in precisions(ctx):
         runs += _at_precision(ctx, precision, fallbacks)
     ctx.summary.runtimes += runs
+    ctx.diagnostics[first:] = _one_per_output(ctx.diagnostics[first:])
     _report_fallbacks(ctx, fallbacks)
     if any(run.state in ("fails", "differs") for run in runs):
         raise StageFailed
     if all(run.state == "not run here" for run in runs):
         raise StageSkipped("no runtime named could run here (ONNX704)")
+
+
+def _one_per_output(found: list[Diagnostic]) -> list[Diagnostic]:
+    """One ONNX703 (or ONNX706) per output and place, saying what each runtime computed
+    there: two findings at one place would be merged, keeping the first runtime's message."""
+    kept: dict[tuple[str, Path, Range], Diagnostic] = {}
+    others = []
+    for diagnostic in found:
+        known = kept.get(diagnostic.key)
+        if diagnostic.rule not in ("ONNX703", "ONNX706"):
+            others.append(diagnostic)
+        elif known is None:
+            kept[diagnostic.key] = diagnostic
+        elif diagnostic.message not in known.message:
+            kept[diagnostic.key] = replace(known, message=_and_on(known.message,
+                                                                  diagnostic.message))
+    return [*others, *kept.values()]
+
+
+def _and_on(first: str, then: str) -> str:
+    """"Output `y` is off by 3 on A." and "Output `y` is off by 3 on B." as "Output `y` is off
+    by 3 on A, and on B." (from the last " on " the two share); else both sentences."""
+    same = next((i for i, (a, b) in enumerate(zip(first, then)) if a != b),
+                min(len(first), len(then)))
+    cut = first[:same].rfind(" on ")
+    if cut < 0:
+        return f"{first} {then}"
+    return f"{first.removesuffix('.')}, and on {then[cut + len(' on '):]}"
 
 
 def _timed(ctx: CheckContext, runtime: str, model: _Model,

@@ -351,3 +351,31 @@ def test_a_check_on_openvino_writes_nothing_in_the_users_home(tmp_path):
     assert "model.py:7:16: error[ONNX701]: OpenVINO (CPU) cannot convert ONNX node `n0` " \
         "(Det)" in done.stdout, done.stdout + done.stderr
     assert not (home / "intel").exists()
+
+
+def test_one_finding_per_output_names_every_runtime_that_loses_it(fixture_results):
+    """Two runtimes losing the same output are one ONNX706 naming both (two findings at one
+    place would be merged into the first runtime's message, `(x2)`)."""
+    at = {(d.location.range.start.line, d.rule): d
+          for target in _precision_targets(fixture_results).values()
+          for d in target.diagnostics}
+    for line, precision in ((25, "fp16"), (54, "int8")):
+        finding = at[(line, "ONNX706")]
+        assert finding.count == 1
+        assert finding.message.endswith(f"on ONNX Runtime (CPU) at {precision}, and on "
+                                        f"OpenVINO (CPU) at {precision}.")
+
+
+@pytest.mark.parametrize(("first", "then", "joined"), [
+    ("Output `y` is off by 3 on A.", "Output `y` is off by 3 on B at fp16.",
+     "Output `y` is off by 3 on A, and on B at fp16."),
+    ("Output `y` differs from PyTorch on A at 1 of 4 values.",
+     "Output `y` differs from PyTorch on B at 2 of 4 values.",
+     "Output `y` differs from PyTorch on A at 1 of 4 values, and on B at 2 of 4 values."),
+    ("Output `y` is off by 3 on A.", "Output `y` is off by 5 on B.",
+     "Output `y` is off by 3 on A. Output `y` is off by 5 on B."),
+])
+def test_what_two_runtimes_say_of_one_output_is_one_sentence(first, then, joined):
+    from exporter.pipeline.stages.deploy import _and_on
+
+    assert _and_on(first, then) == joined
