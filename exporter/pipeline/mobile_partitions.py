@@ -54,7 +54,6 @@ def partition(exported: onnx.ModelProto, optimized: onnx.ModelProto,
                         fallen_back)
 
 
-
 def _why(node: onnx.NodeProto, table: object) -> str:
     if not table.is_op_supported(node):  # type: ignore[attr-defined]
         return "operator not in its table"
