@@ -1,8 +1,9 @@
 // Runs an ONNX model in ONNX Runtime Web's WebAssembly backend under Node.js, for onnxlens's
 // deploy stage (exporter/pipeline/ort_web_runner.py): `node ort_web_run.cjs DIR`. DIR holds
-// model.onnx and request.json ({"inputs": [{"name", "type", "dims", "file"}]}, each input's
-// raw bytes in its file); the answer is DIR/answer.json: {"step": "load" | "run", "message"}
-// on a failure, else {"outputs": [...]} as the inputs are, their bytes written beside it.
+// model.onnx and request.json ({"inputs": [{"name", "type", "dims", "file"}], "externalData":
+// [the files of the model's external data]}, each input's raw bytes in its file); the answer
+// is DIR/answer.json: {"step": "load" | "run", "message"} on a failure, else
+// {"outputs": [...]} as the inputs are, their bytes written beside it.
 // onnxruntime-web is found through NODE_PATH (the caller sets it).
 "use strict";
 const fs = require("fs");
@@ -25,8 +26,10 @@ async function main(dir) {
   const request = JSON.parse(fs.readFileSync(path.join(dir, "request.json"), "utf8"));
   let session;
   try {
+    const externalData = (request.externalData || []).map(
+      (file) => ({ path: file, data: fs.readFileSync(path.join(dir, file)) }));
     session = await ort.InferenceSession.create(fs.readFileSync(path.join(dir, "model.onnx")),
-                                                { executionProviders: ["wasm"] });
+                                                { executionProviders: ["wasm"], externalData });
   } catch (error) {
     return answer(dir, { step: "load", message: String(error && error.message || error) });
   }

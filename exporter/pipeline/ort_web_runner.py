@@ -3,9 +3,11 @@ without a GPU) under Node.js, for the deploy stage's ``ort-web``.
 
 ``ort_web_run.cjs`` (beside this module) runs in a ``node`` process; the model, the inputs
 and the outputs pass through a temporary directory as raw bytes described by JSON, so no
-value is rounded on the way. onnxruntime-web is an npm package: onnxlens looks for its
-``node_modules`` in ``ONNXLENS_ORT_WEB_MODULES``, then in ``tools/ort-web`` of a source
-checkout (``bash tools/ort-web/install.sh``), then in npm's global root.
+value is rounded on the way; the weights a check keeps apart (weights_apart) are written once,
+to a file the model refers to as its external data. onnxruntime-web is an npm package:
+onnxlens looks for its ``node_modules`` in ``ONNXLENS_ORT_WEB_MODULES``, then in
+``tools/ort-web`` of a source checkout (``bash tools/ort-web/install.sh``), then in npm's
+global root.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from exporter.pipeline.weights_apart import PROTOBUF_LIMIT, with_weights
+from exporter.pipeline.weights_apart import with_weights_file
 
 RUNNER = Path(__file__).with_name("ort_web_run.cjs")
 MODULES_VARIABLE = "ONNXLENS_ORT_WEB_MODULES"
+#: the file the weights kept apart are written to, beside the model
+_WEIGHTS = "model.onnx.data"
 _CHECKOUT_MODULES = Path(__file__).resolve().parents[2] / "tools" / "ort-web" / "node_modules"
 #: numpy's dtype of each ONNX Runtime Web tensor type (bool and float16 travel as bytes)
 _TYPES = {"float32": "float32", "float64": "float64", "int8": "int8", "uint8": "uint8",
@@ -76,20 +80,23 @@ def run(model: onnx.ModelProto, weights: dict[str, np.ndarray],
     on ``feeds`` (graph input name -> array)."""
     modules = _modules()
     assert modules is not None, "call unavailable() first"
-    complete = with_weights(model, weights)
-    if complete.ByteSize() >= PROTOBUF_LIMIT:
-        return OrtWebRun("load", "the model is over protobuf's 2 GB, which onnxlens does not "
-                                 "hand to ONNX Runtime Web yet")
     with tempfile.TemporaryDirectory(prefix="onnxlens-ort-web-") as scratch:
         directory = Path(scratch)
-        (directory / "model.onnx").write_bytes(complete.SerializeToString())
+        referring = with_weights_file(model, weights, directory / _WEIGHTS)
+        try:
+            (directory / "model.onnx").write_bytes(referring.SerializeToString())
+        except ValueError:  # protobuf's 2 GB, with the weights in the proto
+            return OrtWebRun("load", "the model is over protobuf's 2 GB, which onnxlens does "
+                                     "not hand to ONNX Runtime Web yet")
         inputs = []
         for index, (name, array) in enumerate(feeds.items()):
             file = f"input{index}.bin"
             (directory / file).write_bytes(np.ascontiguousarray(array).tobytes())
             inputs.append({"name": name, "type": str(array.dtype), "dims": list(array.shape),
                            "file": file})
-        (directory / "request.json").write_text(json.dumps({"inputs": inputs}))
+        external = [_WEIGHTS] if referring is not model else []
+        (directory / "request.json").write_text(json.dumps({"inputs": inputs,
+                                                            "externalData": external}))
         done = subprocess.run(["node", str(RUNNER), str(directory)], capture_output=True,
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL,
                               env={**os.environ, "NODE_PATH": str(modules)})

@@ -13,6 +13,7 @@ takes part in either: small tensors, such as shapes, stay in the proto).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -110,3 +111,28 @@ def with_weights(model: onnx.ModelProto, weights: dict[str, np.ndarray]) -> onnx
             tensor.data_location = onnx.TensorProto.DEFAULT
             tensor.raw_data = np.ascontiguousarray(weights[tensor.name]).tobytes()
     return complete
+
+
+def with_weights_file(model: onnx.ModelProto, weights: dict[str, np.ndarray],
+                      path: Path) -> onnx.ModelProto:
+    """``model`` referring to its in-memory initializers' data written one after another to
+    ``path`` (its ``location`` is the file's name), for what reads external data from a file
+    (ONNX Runtime Web): the weights are written once, never copied into the proto or its
+    bytes; ``model`` itself when none is apart."""
+    if not weights:
+        return model
+    referring = onnx.ModelProto()
+    referring.CopyFrom(model)  # small: the weights are apart
+    offset = 0
+    with path.open("wb") as file:
+        for tensor in referring.graph.initializer:
+            if tensor.data_location != onnx.TensorProto.EXTERNAL or tensor.name not in weights:
+                continue
+            data = np.ascontiguousarray(weights[tensor.name])
+            file.write(memoryview(data).cast("B"))
+            del tensor.external_data[:]
+            for key, value in (("location", path.name), ("offset", str(offset)),
+                               ("length", str(data.nbytes))):
+                tensor.external_data.add(key=key, value=value)
+            offset += data.nbytes
+    return referring

@@ -116,3 +116,23 @@ def test_checkable_returns_a_model_without_weights_apart_as_it_is(exported):
     _, _, program = exported
     whole = program.model_proto
     assert checkable(whole) is whole
+
+
+def test_the_weights_apart_written_to_a_file_are_the_models_external_data(exported, tmp_path):
+    """``with_weights_file``: each weight apart once, one after another, and a model that
+    refers to them there, which onnx (and ONNX Runtime) reads as the whole model."""
+    from exporter.pipeline.weights_apart import with_weights_file
+
+    _, _, program = exported
+    split = split_weights(program.model)
+    referring = with_weights_file(split.proto, split.weights, tmp_path / "model.onnx.data")
+    assert referring is not split.proto  # the check's own model is left as it was
+    assert _initializers(split.proto)["big.weight"].external_data[0].value == IN_MEMORY
+    assert (tmp_path / "model.onnx.data").stat().st_size == sum(
+        array.nbytes for array in split.weights.values())
+    onnx.save_model(referring, tmp_path / "model.onnx")
+    loaded = onnx.load(tmp_path / "model.onnx")
+    for name, array in split.weights.items():
+        np.testing.assert_array_equal(onnx.numpy_helper.to_array(_initializers(loaded)[name]),
+                                      array)
+    assert with_weights_file(split.proto, {}, tmp_path / "none.data") is split.proto
