@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                         "examples)")
     parser.add_argument("--jobs", type=int, default=2, help="subprocesses at a time")
     parser.add_argument("--select", help="only targets whose name or file matches this regex")
+    parser.add_argument("--timm-families", metavar="NAMES",
+                        help="comma-separated timm modules to probe (default: all 98; "
+                        "tests/corpus/README.md)")
     parser.add_argument("--markdown", type=Path, help="also write the table here")
     parser.add_argument("--json", type=Path,
                         help="also write every row here (truth and onnxlens in full)")
@@ -147,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="onnxlens-corpus-") as temporary:
         workspace = options.keep_workspace or Path(temporary)
         workspace.mkdir(parents=True, exist_ok=True)
-        corpus = materialize(workspace.resolve(), sources, options.jobs, log=_log)
+        families = options.timm_families.split(",") if options.timm_families else None
+        corpus = materialize(workspace.resolve(), sources, options.jobs, log=_log,
+                             timm_families=families)
         if options.select:
             pattern = re.compile(options.select)
             corpus = corpus.select(lambda f, t: bool(pattern.search(t) or pattern.search(f.label)))

@@ -346,7 +346,9 @@ def project_files(source: str) -> Corpus:
 
 
 def materialize(workspace: Path, sources: Iterable[str] = SOURCES, jobs: int = 2,
-                log: Callable[[str], None] | None = None) -> Corpus:
+                log: Callable[[str], None] | None = None,
+                timm_families: list[str] | None = None) -> Corpus:
+    """``timm_families``: probe only these timm modules (default: all of them)."""
     corpus = Corpus(workspace)
     for source in sources:
         if source == "exportdb":
@@ -356,7 +358,7 @@ def materialize(workspace: Path, sources: Iterable[str] = SOURCES, jobs: int = 2
         elif source == "torchvision":
             corpus.extend(materialize_torchvision(workspace))
         elif source == "timm":
-            corpus.extend(materialize_timm(workspace, jobs, log=log))
+            corpus.extend(materialize_timm(workspace, jobs, families=timm_families, log=log))
         elif source == "diffusers":
             corpus.extend(materialize_diffusers(workspace, jobs, log=log))
         elif source == "variants":
