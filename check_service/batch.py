@@ -30,6 +30,7 @@ from check_service.files import file_targets
 from export_worker.client import WorkerClient, WorkerUnavailable
 from export_worker.messages import JobOutcome, JobRequest, Ready
 from exporter.config.options import Options
+from exporter.config.schema import COMMAND_LINE_LOAD_SECONDS
 from exporter.findings.result import CheckResult, TargetResult
 from exporter.source.targets import Target
 
@@ -260,7 +261,8 @@ def _file(path: Path, options: BatchOptions) -> _File:
     """``path`` read and its targets found (those ``only`` names, if it names any); a file
     with no target to check already has its result."""
     found = file_targets(path, options.only.get(path.resolve()))
-    entry = _File(FileCheck(found, options.workspace, options.settings))
+    entry = _File(FileCheck(found, options.workspace, options.settings,
+                            load_default=COMMAND_LINE_LOAD_SECONDS))
     if not found.targets:
         entry.result = entry.check.result([])
     return entry

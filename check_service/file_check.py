@@ -20,6 +20,7 @@ from check_service.outcomes import JobCancelled, target_result
 from check_service.requests import job_limits, job_request
 from export_worker.messages import JobKind, JobOutcome, JobRequest
 from exporter.config.options import Options
+from exporter.config.schema import DEFAULT_LOAD_SECONDS
 from exporter.findings.result import CheckResult, TargetResult
 from exporter.source.notebooks import CellSource
 from exporter.source.suppressions import apply_suppressions
@@ -43,6 +44,8 @@ class FileCheck:
     unsaved: bool = False  # the text is the editor's: each job carries it
     notebook_cells: Sequence[CellSource] = ()
     record_inputs: bool = False  # for the server's result reuse (export_worker/inputs.py)
+    #: the seconds the model's own code has when no timeout is set (``job_limits``)
+    load_default: float = DEFAULT_LOAD_SECONDS
     #: other files' lines, for suppression comments of findings located in them
     lines_of: Callable[[Path], Sequence[str]] = source_lines
 
@@ -54,7 +57,8 @@ class FileCheck:
         """A ``kind`` job on ``target`` as this check sees the file."""
         return job_request(kind, target, self.workspace, self.settings,
                            text=self.found.text if self.unsaved else None,
-                           notebook_cells=self.notebook_cells, **fields)
+                           notebook_cells=self.notebook_cells, load_default=self.load_default,
+                           **fields)
 
     def result(self, targets: Sequence[TargetResult]) -> CheckResult:
         """The file's result with its suppression comments applied: those of the text that
@@ -98,7 +102,7 @@ async def check_targets(check: FileCheck, submit: Submit,
                                 progress=on_early is not None)
         outcome = await submit(target, request, found_early(target))
         try:
-            checked = target_result(target, outcome, job_limits(check.settings))
+            checked = target_result(target, outcome, job_limits(check.settings, check.load_default))
         except JobCancelled:
             raise asyncio.CancelledError from None
         if on_verdict is not None:
@@ -123,8 +127,9 @@ async def with_fixes_tried(check: FileCheck, results: Sequence[TargetResult],
             return await submit(target, request, None)
 
         request = check.request("check", target, record_inputs=check.record_inputs)
+        limits = job_limits(check.settings, check.load_default)
         return with_trials(checked, await try_fixes(request, check.found.text, checked, trial,
-                                                    job_limits(check.settings), budget))
+                                                    limits, budget))
 
     done = {r.name: r for r in await asyncio.gather(*(tried(t, r) for t, r in failing))}
     return [done.get(result.name, result) for result in results]

@@ -25,6 +25,8 @@ class Limits:
 
     timeout_seconds: float | None
     memory_limit_mb: int | None
+    #: the model's own code's (the load stage's), when fewer than ``timeout_seconds``
+    load_timeout_seconds: float | None = None
 
 
 class JobCancelled(Exception):
@@ -55,7 +57,10 @@ def failure_message(name: str, outcome: JobOutcome, limits: Limits) -> tuple[str
                 f"{error or 'the job returned no result'}.")
     detail = outcome.detail or "no details"
     if outcome.failure == "timeout":
-        limit = f"{limits.timeout_seconds:g} s" if limits.timeout_seconds else "its time limit"
+        seconds = limits.timeout_seconds
+        if limits.load_timeout_seconds and seconds and outcome.seconds < seconds:
+            seconds = limits.load_timeout_seconds  # stopped in the model's own code
+        limit = f"{seconds:g} s" if seconds else "its time limit"
         return ("ONNX901", f"The check of `{name}` did not finish within {limit} and was "
                 "stopped (an endless loop, or a model too slow to check?).")
     if outcome.failure == "memory":

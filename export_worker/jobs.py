@@ -20,7 +20,7 @@ from export_worker.messages import (
     RunAnswer,
     SaveAnswer,
 )
-from exporter.findings.result import CheckResult, TargetResult
+from exporter.findings.result import CheckResult, StageState, TargetResult
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.session import ExportSession
 from exporter.source.notebooks import module_of_cells
@@ -32,9 +32,12 @@ EARLY_STAGES = ("capture", "translate")
 
 def run_job(session: ExportSession, request: JobRequest,
             progress: Callable[[CheckResult], None] | None = None,
-            if_stopped: Callable[[CheckResult], None] | None = None) -> JobAnswer:
+            if_stopped: Callable[[CheckResult], None] | None = None,
+            loaded: Callable[[], None] | None = None) -> JobAnswer:
     """``progress`` gets what capture and translate found as they end; ``if_stopped`` the
-    result that stands if the job is killed from then on (the export is known to fail)."""
+    result that stands if the job is killed from then on (the export is known to fail);
+    ``loaded`` is called once the model was built and ran eagerly (the worker then kills the
+    job at ``request.timeout``, no longer at ``request.load_timeout``)."""
     target = request.target
     path = target.path
     # the editor's text of the file, unsaved changes included: what the check reads of it
@@ -46,13 +49,15 @@ def run_job(session: ExportSession, request: JobRequest,
     session.options = request.settings
     # stops Python code where it runs (ONNX901 at that line); native code is stopped by the
     # worker a moment later
-    session.timeout = request.timeout
+    session.timeout, session.load_timeout = request.timeout, request.load_timeout
     if request.notebook_cells:  # what locates a finding by its cell (recent_notebook)
         module_of_cells([(cell.number, cell.text) for cell in request.notebook_cells])
 
     def stage_done(partial: TargetResult) -> None:
-        if progress is not None and partial.stages[-1].name in EARLY_STAGES \
-                and partial.diagnostics:
+        stage = partial.stages[-1]
+        if loaded is not None and stage.name == "load" and stage.state is StageState.PASSED:
+            loaded()
+        if progress is not None and stage.name in EARLY_STAGES and partial.diagnostics:
             progress(CheckResult(targets=[partial], files=[path]))
 
     def verdict_known(stopped: TargetResult) -> None:
@@ -60,7 +65,8 @@ def run_job(session: ExportSession, request: JobRequest,
             if_stopped(CheckResult(targets=[stopped], files=[path]))
 
     context, target_result = session.run_target(
-        target, Path(request.workspace), stage_done if progress is not None else None, sources,
+        target, Path(request.workspace),
+        stage_done if progress is not None or loaded is not None else None, sources,
         verdict_known if if_stopped is not None else None)
     result = CheckResult(targets=[target_result], files=[path])
     if request.kind == "check":

@@ -59,6 +59,9 @@ class JobRequest:
     notebook_cells: list[CellSource] = field(default_factory=list)
     settings: ExportOptions = field(default_factory=ExportOptions)
     timeout: float | None = None  # seconds; None: no limit
+    #: seconds the model's own code (building it, its eager run: the load stage) may take,
+    #: when fewer than ``timeout``: the default limit, which lets the exporter answer
+    load_timeout: float | None = None
     memory_limit_mb: int | None = None
     record_inputs: bool = False  # for the server's result reuse (export_worker/inputs.py)
     output: str | None = None  # save: where; graph: the directory its files go to
@@ -338,6 +341,11 @@ def if_stopped_to_bytes(result: CheckResult) -> bytes:
     return b"K" + json.dumps(_data(result)).encode() + b"\n"
 
 
+#: a line on a job's pipe: the model was built and ran eagerly (its time limit is now
+#: ``JobRequest.timeout``)
+LOADED_LINE = b"L{}\n"
+
+
 def stopped_answer(result: bytes) -> bytes:
     """The ``CheckAnswer`` JSON of a job killed at its time limit after its verdict was
     known: the result it wrote (``if_stopped_to_bytes``)."""
@@ -376,6 +384,7 @@ class JobOutput:
     if_stopped: bytes | None = None
     answer: bytes | None = None
     library_imports: list[str] = field(default_factory=list)
+    loaded: bool = False
     malformed: bool = False
 
 
@@ -399,6 +408,8 @@ def read_job_lines(buffer: bytearray) -> JobOutput:
             output.if_stopped = payload
         elif kind == b"A" and isinstance(data, dict):
             output.answer = payload
+        elif kind == b"L" and data == {}:
+            output.loaded = True
         else:
             output.malformed = True
     return output

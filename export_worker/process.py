@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from export_worker.messages import (
+    LOADED_LINE,
     RESTART_STATUS,
     Cancel,
     DecodeError,
@@ -97,8 +98,11 @@ class Job:
     pid: int
     pipe: int  # read end of its answer pipe; -1 once at its end
     started: float
-    deadline: float | None
+    deadline: float | None  # when it is killed (its time limit, and a grace)
     memory_limit: int | None
+    #: its deadline once the model was built and ran eagerly, when that is later (the
+    #: default limit bounds the model's own code; the exporter's stages get the whole limit)
+    deadline_loaded: float | None = None
     exited: int | None = None  # a pidfd: readable once the process ended (None: polled)
     output: bytearray = field(default_factory=bytearray)  # a line still being written
     answer: bytes | None = None  # the JSON of its JobAnswer, forwarded as it is
@@ -261,9 +265,13 @@ class Worker:
             os.close(write_end)
         os.set_blocking(read_end, False)
         timeout, memory = request.timeout, request.memory_limit_mb
-        job = Job(request.id, pid, read_end, time.monotonic(),
-                  time.monotonic() + timeout + KILL_GRACE_SECONDS if timeout else None,
-                  int(memory) * 1024 * 1024 if memory else None, _pidfd(pid))
+        now = time.monotonic()
+        deadline = now + timeout + KILL_GRACE_SECONDS if timeout else None
+        job = Job(request.id, pid, read_end, now,
+                  now + request.load_timeout + KILL_GRACE_SECONDS if request.load_timeout
+                  else deadline,
+                  int(memory) * 1024 * 1024 if memory else None,
+                  deadline_loaded=deadline, exited=_pidfd(pid))
         self.jobs[pid] = job
         self.selector.register(read_end, selectors.EVENT_READ, job)
         if job.exited is not None:
@@ -324,9 +332,12 @@ class Worker:
         def if_stopped(result: CheckResult) -> None:
             _write_all(pipe, if_stopped_to_bytes(result))
 
+        def loaded() -> None:
+            _write_all(pipe, LOADED_LINE)
+
         try:
             answer = run_job(self.session, request, progress if request.progress else None,
-                             if_stopped)
+                             if_stopped, loaded if request.load_timeout else None)
             if watch.reached():
                 answer = _without_warm_imports(request, watch.reached(), environment)
         except BaseException as error:
@@ -446,6 +457,8 @@ class Worker:
             job.answer = lines.answer or job.answer
             job.if_stopped = lines.if_stopped or job.if_stopped
             job.library_imports = lines.library_imports or job.library_imports
+            if lines.loaded:
+                job.deadline = job.deadline_loaded
         return chunk
 
     def _close_pipe(self, job: Job) -> None:

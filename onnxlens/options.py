@@ -10,14 +10,14 @@ from typing import Any
 
 from exporter.config.options import Options, apply_all, from_pyproject
 from exporter.config.pyproject import ProjectConfig
-from exporter.config.schema import BY_LSP, SETTINGS
+from exporter.config.schema import SETTINGS
 from onnxlens.argument_types import setting_reader, unit_of
 
-#: where the command line's default differs from the editor's: a CI run may take longer, and
-#: has no memory limit (it checks models as big as the plain exporter can — the corpus's
-#: 300M-parameter torchvision models passed 4096 MB); 0 is "no limit" for both
-_COMMAND_LINE_DEFAULTS = {"timeoutSeconds": BY_LSP["timeoutSeconds"].cli_default,
-                          "memoryLimitMB": 0}
+#: where the command line's default differs from the editor's: a CI run has no memory limit
+#: (it checks models as big as the plain exporter can — the corpus's 300M-parameter
+#: torchvision models passed 4096 MB; 0 is "no limit"); its model code has longer when no
+#: timeout is set (``COMMAND_LINE_LOAD_SECONDS``, given to the jobs)
+_COMMAND_LINE_MEMORY_LIMIT_MB = 0
 #: flags that add to ``[tool.onnxlens]`` instead of replacing it
 _ADDED_TO_THE_PROJECTS = ("severity", "extendExclude")
 
@@ -46,7 +46,7 @@ def command_options(args: argparse.Namespace, config: ProjectConfig) -> Options:
     """The options a command runs with: its defaults, ``[tool.onnxlens]`` (already checked
     by ``load_config``), then each flag given (``--severity`` and ``--extend-exclude`` add to
     the project's; the others replace)."""
-    options, _ = apply_all(replace(Options(), **_COMMAND_LINE_DEFAULTS),
+    options, _ = apply_all(replace(Options(), memoryLimitMB=_COMMAND_LINE_MEMORY_LIMIT_MB),
                            [("[tool.onnxlens]", from_pyproject(config.values))])
     given: dict[str, Any] = {}
     for setting in SETTINGS:

@@ -24,6 +24,7 @@ from export_worker.messages import (
     SaveAnswer,
 )
 from exporter.config.pyproject import find_root, load_config
+from exporter.config.schema import COMMAND_LINE_LOAD_SECONDS
 from exporter.reports.render import display_path, format_diagnostic, printable
 from exporter.reports.run import run_report_json
 from exporter.source.targets import Target
@@ -78,7 +79,8 @@ def single_job(args: argparse.Namespace, kind: JobKind, *, optimize: bool = True
     config = load_config(root)
     warn_config(config)
     options = command_options(args, config)
-    request = job_request(kind, target, root, options, **fields)
+    request = job_request(kind, target, root, options,
+                          load_default=COMMAND_LINE_LOAD_SECONDS, **fields)
     request = replace(request, settings=replace(request.settings, optimize=optimize))
     try:
         # what the model prints (and the exporter's progress) goes to stderr: stdout
@@ -87,7 +89,7 @@ def single_job(args: argparse.Namespace, kind: JobKind, *, optimize: bool = True
     except WorkerUnavailable as error:
         raise worker_unavailable(error) from error
     print_worker_notes(job.ready)
-    return target, JobEnd(job.outcome, job_limits(options))
+    return target, JobEnd(job.outcome, job_limits(options, COMMAND_LINE_LOAD_SECONDS))
 
 
 @dataclass(frozen=True)

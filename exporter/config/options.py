@@ -52,7 +52,7 @@ class Options:
 
     trigger: str = _schema_default("trigger")
     debounceMs: int = _schema_default("debounceMs")
-    timeoutSeconds: float = _schema_default("timeoutSeconds")
+    timeoutSeconds: float | None = _schema_default("timeoutSeconds")
     memoryLimitMB: int = _schema_default("memoryLimitMB")
     fixBudgetSeconds: float = _schema_default("fixBudgetSeconds")
     maxConcurrentChecks: int = _schema_default("maxConcurrentChecks")
@@ -124,7 +124,8 @@ def _overlay(base: Options, raw: Any) -> tuple[Options, list[str]]:
         checked, problem = setting.check(value)
         if problem:
             default = getattr(base, name)
-            problems.append(f"`{setting.vscode_name}` {problem}; using {default!r}")
+            kept = "using the default" if default is None else f"using {default!r}"
+            problems.append(f"`{setting.vscode_name}` {problem}; {kept}")
         else:
             changes[name] = checked
     return replace(base, **changes), problems

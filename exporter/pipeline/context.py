@@ -112,6 +112,9 @@ class CheckContext:
     registries: Registries  # the session's: built once per opset in a process
     defaults: ExportOptions = field(default_factory=ExportOptions)  # a pragma overrides them
     timeout: float | None = None  # seconds for the whole check; None: no limit
+    # seconds the load stage (the model's own code: building it, its eager run) may take
+    # when shorter than ``timeout``: the default limit, which lets the exporter answer
+    load_timeout: float | None = None
     sources: Sources = field(default_factory=Sources)  # the editor's text of the file, if any
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # the defaults' values, then the pragma's (evaluated at load) or the export call's

@@ -28,7 +28,7 @@ from exporter.pipeline.stages import (
     validate,
 )
 from exporter.pipeline.stages.base import StageFailed, StageSkipped
-from exporter.pipeline.timers import interrupting
+from exporter.pipeline.timers import Alarm, interrupting
 from exporter.source.traces import exception_frames, is_user_frame
 from exporter.toolchain import speedups, torch_compat
 
@@ -80,15 +80,32 @@ class CheckTimeout(BaseException):
 
 
 @contextmanager
-def _time_limit(seconds: float | None) -> Iterator[None]:
+def _time_limit(seconds: float | None) -> Iterator[Alarm]:
     """Interrupt Python code (e.g. an endless loop in ``forward``) after ``seconds``: the
     check's wall-clock limit (exporter/pipeline/timers.py; the language server's worker kills
     native code that never returns to Python)."""
     if not seconds:
-        yield
+        yield Alarm(None)
         return
-    with interrupting(seconds, CheckTimeout):
-        yield
+    with interrupting(seconds, CheckTimeout) as alarm:
+        yield alarm
+
+
+def _after_load(ctx: CheckContext, alarm: Alarm, started: float) -> None:
+    """The model's own code ran to its end once (it was built and ran eagerly): under the
+    default limit (``ctx.load_timeout``) what is left is the exporter's work on it, which gets
+    the whole check's limit, so that a slow export is answered, not cut short (ONNX901)."""
+    if not ctx.load_timeout:
+        return
+    if ctx.timeout:
+        alarm.set(ctx.timeout - (time.perf_counter() - started))
+    else:
+        alarm.cancel()
+
+
+def _limit_in(ctx: CheckContext, stage: str) -> float | None:
+    """The time limit the check ran under while in ``stage``."""
+    return ctx.load_timeout if stage == "load" and ctx.load_timeout else ctx.timeout
 
 
 def run_pipeline(ctx: CheckContext,
@@ -104,9 +121,11 @@ def run_pipeline(ctx: CheckContext,
     if stage_done is not None or if_stopped is not None:
         ctx.early = _early_reporter(ctx, result, stage_done, if_stopped, started)
     try:
-        with _time_limit(ctx.timeout):
+        with _time_limit(_limit_in(ctx, "load")) as alarm:
             for stage in STAGES:
                 result.stages.append(_run_stage(stage, ctx))
+                if stage.name == "load":
+                    _after_load(ctx, alarm, started)
                 if stage_done is not None:
                     stage_done(TargetResult(
                         result.name, result.path, result.definition, list(result.stages),
@@ -135,7 +154,7 @@ def _stopped(ctx: CheckContext, result: TargetResult, timeout: CheckTimeout,
     result.stages += [StageStatus(later.name, StageState.SKIPPED, 0.0, "timed out")
                       for later in STAGES[len(result.stages):]]
     ctx.report("ONNX901", f"The check of `{ctx.target.name}` did not finish within "
-               f"{ctx.timeout:g} s and was stopped in the {stage.name} stage "
+               f"{_limit_in(ctx, stage.name) or 0:g} s and was stopped in the {stage.name} stage "
                "(an endless loop, or a model too slow to check?).",
                ctx.map_frames(exception_frames(timeout)))
 

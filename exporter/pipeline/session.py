@@ -54,6 +54,7 @@ class ExportSession:
         self._compat = torch_compat
         self.options = options or ExportOptions()
         self.timeout: float | None = None  # seconds a check may run; None: no limit
+        self.load_timeout: float | None = None  # seconds its load stage may take, if fewer
         self.registries = Registries()
 
     def warm_up(self) -> None:
@@ -104,7 +105,8 @@ class ExportSession:
 
         with isolated_import_path(target.path, workspace):
             context = CheckContext(target, workspace, self.registries, defaults=self.options,
-                                   timeout=self.timeout, sources=sources or Sources())
+                                   timeout=self.timeout, load_timeout=self.load_timeout,
+                                   sources=sources or Sources())
             return context, run_pipeline(context, stage_done, if_stopped)
 
     def check_file(self, path: Path, workspace: Path | None = None,

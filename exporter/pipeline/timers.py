@@ -10,14 +10,31 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+class Alarm:
+    """The timer of an ``interrupting`` block, which the block may set again."""
+
+    def __init__(self, timer: int | None) -> None:
+        self._timer = timer
+
+    def set(self, seconds: float) -> None:
+        """Raise after ``seconds`` from now instead (at once if not positive)."""
+        if self._timer is not None:
+            signal.setitimer(self._timer, max(seconds, 1e-6))
+
+    def cancel(self) -> None:
+        """Never raise (the block then runs without a limit)."""
+        if self._timer is not None:
+            signal.setitimer(self._timer, 0)
+
+
 @contextmanager
 def interrupting(seconds: float, raised: type[BaseException], *,
-                 cpu_time: bool = False) -> Iterator[None]:
+                 cpu_time: bool = False) -> Iterator[Alarm]:
     """Raise ``raised`` into the block after ``seconds`` of wall-clock time (``ITIMER_REAL``,
     ``SIGALRM``), or of this process's CPU time with ``cpu_time`` (``ITIMER_PROF``,
     ``SIGPROF``): two timers of their own, so one kind can run inside the other."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield Alarm(None)
         return
     timer, signum = (signal.ITIMER_PROF, signal.SIGPROF) if cpu_time \
         else (signal.ITIMER_REAL, signal.SIGALRM)
@@ -28,7 +45,7 @@ def interrupting(seconds: float, raised: type[BaseException], *,
     previous = signal.signal(signum, expire)
     signal.setitimer(timer, seconds)
     try:
-        yield
+        yield Alarm(timer)
     finally:
         signal.setitimer(timer, 0)
         signal.signal(signum, previous)

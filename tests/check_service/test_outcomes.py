@@ -20,6 +20,11 @@ SOURCE = "import torch\n\n\n# onnx-export: args=(torch.randn(2),)\nclass Tiny(to
 @pytest.mark.parametrize("outcome, limits, rule, message", [
     (JobFailed("1", "timeout", seconds=60.2), Limits(60.0, None), "ONNX901",
      "The check of `Tiny` did not finish within 60 s and was stopped"),
+    # no timeout set: killed in the model's own code at its limit, or at the ceiling
+    (JobFailed("1", "timeout", seconds=63.1), Limits(3600.0, None, load_timeout_seconds=60.0),
+     "ONNX901", "The check of `Tiny` did not finish within 60 s and was stopped"),
+    (JobFailed("1", "timeout", seconds=3603.0), Limits(3600.0, None, load_timeout_seconds=60.0),
+     "ONNX901", "The check of `Tiny` did not finish within 3600 s and was stopped"),
     (JobFailed("1", "timeout"), Limits(None, None), "ONNX901",
      "The check of `Tiny` did not finish within its time limit and was stopped"),
     (JobFailed("1", "memory", peak_rss_mb=5000), Limits(60.0, 4096), "ONNX903",

@@ -17,6 +17,7 @@ import pytest
 from check_service.files import find_target
 from export_worker.messages import (
     JobDone,
+    JobFailed,
     JobRequest,
     Message,
     Ready,
@@ -26,7 +27,7 @@ from export_worker.messages import (
     decode,
     encode,
 )
-from export_worker.process import JOB_GC_THRESHOLD
+from export_worker.process import JOB_GC_THRESHOLD, KILL_GRACE_SECONDS
 from tests.conftest import FIXTURES, REPO
 
 # Two intra-op threads whatever the run's OMP_NUM_THREADS (scripts/test.sh sets 1): with one,
@@ -225,3 +226,49 @@ def _state(pid: int) -> str:
             return stat.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+SLOW_EXPORT = '''import time
+
+import torch
+
+
+# onnx-export: args=(torch.randn(2, 4),)
+class SlowToExport(torch.nn.Module):
+    def forward(self, x):
+        if torch.compiler.is_exporting():  # eager runs at once, the export takes a while
+            time.sleep(6)
+        return x * 2
+
+
+# onnx-export: args=(torch.randn(2, 4),)
+class NativeLoop(torch.nn.Module):
+    def forward(self, x):
+        return x + sum(range(10**15))
+'''
+
+
+def test_the_default_limit_kills_the_models_own_code_and_waits_for_the_exporter(tmp_path):
+    """A job with a ``load_timeout`` (no timeout set) is killed at it while the model's own
+    code runs (here a native loop its timer cannot interrupt: 2 s + the grace, not the whole
+    limit), and outlives it once the model ran: an export slower than the load limit and its
+    grace is answered, not killed (issue 42)."""
+    model = tmp_path / "model.py"
+    model.write_text(SLOW_EXPORT)
+    worker = _Worker(spare=False)
+    try:
+        def job(job_id: str, name: str) -> Any:
+            worker.send(JobRequest("check", find_target(model, name), str(tmp_path),
+                                   timeout=600, load_timeout=2, id=job_id))
+            return worker.receive()
+
+        slow = job("1", "SlowToExport")
+        native = job("2", "NativeLoop")
+    finally:
+        worker.close()
+    assert isinstance(slow, JobDone), slow
+    (target,) = slow.answer.result.targets
+    assert target.diagnostics == [] and target.ok
+    assert next(s for s in target.stages if s.name == "capture").seconds > 6
+    assert isinstance(native, JobFailed) and native.failure == "timeout", native
+    assert native.seconds < 2 + KILL_GRACE_SECONDS + 3

@@ -40,7 +40,7 @@ BAD_SETTINGS = {"trigger": "sometimes", "timeoutSeconds": -3}
 TRIGGER_PROBLEM = ("onnxlens: settings: `onnxlens.trigger` must be one of onSave, onType, "
                    "manual, not 'sometimes'; using 'onSave'")
 TIMEOUT_PROBLEM = ("onnxlens: settings: `onnxlens.timeoutSeconds` must be between 0 and "
-                   "86400, not -3; using 60.0")
+                   "86400, not -3; using the default")
 
 
 @pytest_lsp.fixture(config=SERVER)

@@ -92,3 +92,47 @@ def test_no_verdict_is_handed_over_for_an_export_that_works(session):
     handed: list = []
     _, result = session.run_target(found, CLEAN, if_stopped=handed.append)
     assert result.ok and handed == []
+
+
+def _slow_stage(name, seconds):
+    """The stage ``name`` does its work ``seconds`` late (a slow exporter)."""
+    def slowed(stage):
+        def run(ctx):
+            time.sleep(seconds)
+            stage.run(ctx)
+        return dataclasses.replace(stage, run=run)
+
+    return lambda monkeypatch: monkeypatch.setattr(runner, "STAGES", tuple(
+        slowed(stage) if stage.name == name else stage for stage in runner.STAGES))
+
+
+@pytest.mark.parametrize("case, whole, stop, stopped, limit", [
+    # the exporter's stages past the default limit: answered, not stopped
+    ("a slow capture", None, _slow_stage("capture", 2.5), None, None),
+    ("a slow translation", 30.0, _slow_stage("translate", 2.5), None, None),
+    ("slow stages after the translation", None, _slow_stage("numerics", 1.5), None, None),
+    # the model's own code past the default limit: ONNX901 at its limit
+    ("the model's import", None, _loop_stage("load"), "load", 1),
+    # the whole check's limit still holds after the model ran
+    ("a translation past the whole limit", 6.0, _loop_stage("translate"), "translate", 6),
+])
+def test_the_default_limit_bounds_the_models_own_code_not_the_exporters_work(
+        session, monkeypatch, case, whole, stop, stopped, limit):
+    """With no timeout set, the load stage (building the model, its eager run) has the
+    default limit; once the model ran to its end, the exporter's stages run to their answer
+    (up to the whole check's limit): a slow export is not ONNX901 (issue 42)."""
+    stop(monkeypatch)
+    monkeypatch.setattr(session, "timeout", whole)
+    monkeypatch.setattr(session, "load_timeout", 1.0)
+    (found,) = [t for t in session.discover(CLEAN / "factory.py").targets if t.name == "scaled"]
+    _, result = session.run_target(found, CLEAN)
+    states = {s.name: (s.state.value, s.reason) for s in result.stages}
+    if stopped is None:
+        assert result.ok and result.diagnostics == [], case
+        assert {state for state, _ in states.values()} <= {"passed", "skipped"}, case
+        return
+    (timed_out,) = result.diagnostics
+    assert timed_out.rule == "ONNX901", case
+    assert timed_out.message.startswith(f"The check of `scaled` did not finish within {limit} s "
+                                        f"and was stopped in the {stopped} stage"), case
+    assert states[stopped] == ("failed", "timed out"), case

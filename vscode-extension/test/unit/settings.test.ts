@@ -48,7 +48,7 @@ test.describe("serverSettings", () => {
       expect(properties).toHaveProperty([`onnxlens.${key}`]);
     }
     expect(properties["onnxlens.trigger"].default).toBe("onSave");
-    expect(properties["onnxlens.timeoutSeconds"].default).toBe(60);
+    expect(properties["onnxlens.timeoutSeconds"].default).toBeNull();  // unset: the server's default limits
     expect(properties["onnxlens.memoryLimitMB"].default).toBe(4096);
   });
 });
