@@ -25,6 +25,7 @@ code that unwinding runs (a ``with`` block's exit, a ``finally``) may change the
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import io
 import os
@@ -183,19 +184,35 @@ def _nested_codes(function: Any) -> frozenset[CodeType]:
 
 
 class _Replacements:
-    """Attributes replaced while an interception is active, restored afterwards."""
+    """Attributes replaced while an interception is active, restored afterwards. Each
+    replacement looks like what it replaces to the user's code (name, docstring, module,
+    ``__wrapped__`` and signature): code that inspects ``torch.onnx.export`` before calling it
+    (timm's ``onnx_export`` asks its signature for ``dynamic_shapes``) does what it does
+    without the check."""
 
     def __init__(self) -> None:
         self._saved: list[tuple[object, str, Any]] = []
 
     def replace(self, owner: object, name: str, value: Any) -> None:
-        self._saved.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, value)
+        original = getattr(owner, name)
+        self._saved.append((owner, name, original))
+        setattr(owner, name, _looking_like(original, value))
 
     def restore(self) -> None:
         while self._saved:
             owner, name, value = self._saved.pop()
             setattr(owner, name, value)
+
+
+def _looking_like(original: Any, replacement: Any) -> Any:
+    """``replacement`` with ``original``'s name, docstring, module, attributes and signature
+    (``__signature__`` too: ``inspect.getfullargspec`` does not follow ``__wrapped__``)."""
+    functools.update_wrapper(replacement, original)
+    try:
+        replacement.__signature__ = inspect.signature(original)
+    except (TypeError, ValueError):  # a builtin without one: its wrapper says so
+        pass
+    return replacement
 
 
 _RUNTIME: _Replacements | None = None

@@ -332,6 +332,9 @@ def _in_the_call(path: Path, root: Path, target: Any, judge: Callable[[Built], N
             raise _CallReached
         return original(*args, **kwargs)
 
+    # what the script sees of torch.onnx.export is the original's (timm asks its signature)
+    functools.update_wrapper(replacement, original)
+    replacement.__signature__ = signature  # type: ignore[attr-defined]
     torch.onnx.export = replacement
     try:
         with _phase("import"):

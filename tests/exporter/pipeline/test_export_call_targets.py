@@ -533,3 +533,23 @@ def test_dynamic_axes_in_forwards_order_are_declared(item_7):
     """The same entries in `forward`'s order: each input gets its own, nothing to say."""
     assert verdict(item_7, "in_forward_order@49") is True
     assert findings(item_7, "in_forward_order@49") == []
+
+
+def test_a_script_that_inspects_the_exporter_sees_it_as_without_the_check(tmp_path, capsys,
+                                                                          monkeypatch):
+    """timm's ``onnx_export`` asks ``inspect.signature(torch.onnx.export)`` for
+    ``dynamic_shapes`` and raised under the check (ONNX003), whose stand-in took ``*args,
+    **kwargs``. Five scripts that look at the exporter (its signature, its argspec through a
+    `from` import, its module and docstring under two decorators, ``ONNXProgram.save``'s
+    signature in a method, ``onnx.save_model``'s) reach their calls, and write nothing."""
+    script = tmp_path / "introspected_exports.py"
+    shutil.copy(SCRIPT.parent / script.name, script)
+    before = snapshot(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", script.name, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {t["name"]: t["ok"] for t in report["targets"]} == {
+        "by_signature@28": True, "by_argspec@39": True, "by_name@57": True,
+        "by_method@81": True, "by_saver@86": True, "by_saver@90": True}
+    assert report["diagnostics"] == []
+    assert snapshot(tmp_path) == before
