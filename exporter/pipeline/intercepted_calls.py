@@ -42,6 +42,7 @@ import torch
 
 from exporter.pipeline.call_context import CallContext
 from exporter.pipeline.scratch_files import ORIGINAL_STAT, ScratchFiles
+from exporter.source.targets import ANY_LINE
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,8 @@ class InterceptedCall:
 @dataclass(frozen=True)
 class CallSite:
     """The target's call: made from ``line`` of ``function`` (a top-level function of
-    ``path``), or of code nested in it (a lambda, a local function, in another thread)."""
+    ``path``), or of code nested in it (a lambda, a local function, in another thread);
+    ``ANY_LINE``: the first call made from any of its lines."""
 
     path: Path
     function: str
@@ -129,7 +131,7 @@ class Interception:
             code = frame.f_code
             if code in self._codes or (code.co_filename == filename
                                        and code.co_name == site.function):
-                return frame.f_lineno == site.line
+                return site.line in (ANY_LINE, frame.f_lineno)
             frame = frame.f_back
         return False
 

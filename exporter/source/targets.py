@@ -82,7 +82,9 @@ class Target:
     rebound_at: int | None = None
     # A function's target that is one of its torch.onnx.export calls (docs/export-calls.md):
     # the line of the function the call runs from; the check runs the function with
-    # torch.onnx.export intercepted and checks that call's model and arguments.
+    # torch.onnx.export intercepted and checks that call's model and arguments. ANY_LINE:
+    # the first call the function reaches, from whichever line (its calls are in helpers of
+    # other files or installed packages, which the file does not show).
     export_call_line: int | None = None
 
     def literal(self, key: str, default: object = None) -> object:
@@ -92,6 +94,10 @@ class Target:
     @property
     def weights(self) -> str:
         return str(self.literal("weights", "random"))
+
+
+#: ``Target.export_call_line`` of a function whose export call is found by running it
+ANY_LINE = 0
 
 
 @dataclass
@@ -351,9 +357,28 @@ def _export_call_targets(tree: ast.Module, node: ast.FunctionDef | ast.AsyncFunc
     if not takes_no_arguments(node):
         return []
     sites = export_call_sites(tree, node)
+    if not sites and "args" not in target.options and not _returns_a_value(node):
+        # it returns no model and has no inputs: what it can export is a call it makes through
+        # a helper the file does not show (timm's `onnx_export`), the first it reaches
+        return [replace(target, export_call_line=ANY_LINE)]
     return [replace(target, name=f"{target.name}@{_line_label(call.lineno, notebook)}",
                     definition=node_range(call.func, lines), export_call_line=call.lineno)
             for call in sites]
+
+
+def _returns_a_value(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the function's own code (not a function or class nested in it) returns a value
+    or yields."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if (isinstance(node, ast.Return) and node.value is not None) \
+                or isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _line_label(line: int, notebook: NotebookModule | None) -> str:

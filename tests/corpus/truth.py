@@ -316,8 +316,9 @@ def _in_the_call(path: Path, root: Path, target: Any, judge: Callable[[Built], N
         while frame is not None and not (frame.f_code in codes or (
                 frame.f_code.co_filename, frame.f_code.co_name) == (str(path), target.symbol)):
             frame = frame.f_back  # type: ignore[assignment]
+        # line 0: the function's first call, from whichever line (made in another file's helper)
         if reached or (codes and frame is not None
-                       and frame.f_lineno == target.export_call_line):
+                       and target.export_call_line in (0, frame.f_lineno)):
             if not reached:
                 bound = signature.bind(*args, **kwargs)
                 bound.apply_defaults()
@@ -350,7 +351,8 @@ def _in_the_call(path: Path, root: Path, target: Any, judge: Callable[[Built], N
     finally:
         torch.onnx.export = original
     if not reached:
-        raise _NotReached(f"the call at line {target.export_call_line} was not reached")
+        raise _NotReached(f"the call at line {target.export_call_line} was not reached"
+                          if target.export_call_line else "no export call was made")
     if reached[0] is not None:
         raise reached[0]
 

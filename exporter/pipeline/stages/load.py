@@ -28,6 +28,7 @@ from exporter.pipeline.intercepted_calls import (
 from exporter.pipeline.stages.base import StageFailed
 from exporter.pipeline.target_options import EVALUATED_KEYS
 from exporter.pipeline.user_modules import ImportedFile, import_file
+from exporter.source.targets import ANY_LINE
 from exporter.source.traces import exception_frames
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # torch.onnx colours its errors' steps
@@ -284,6 +285,7 @@ def _from_export_call(ctx: CheckContext, function: Any,
     """The model and inputs of the function's torch.onnx.export call at the target's line;
     the call's options become the check's (docs/export-calls.md)."""
     line = ctx.target.export_call_line
+    the_call = "its first export call" if line == ANY_LINE else f"the export call at line {line}"
     try:
         call = interception.call_reaching(function)
     except (Exception, SystemExit) as error:
@@ -292,9 +294,15 @@ def _from_export_call(ctx: CheckContext, function: Any,
         # an earlier call, exported as the plain exporter does, failed: so does the script
         ctx.report("ONNX003", f"An earlier torch.onnx.export call raised "
                    f"{_first_sentence(error)} `{ctx.target.symbol}()` stops there, as it does "
-                   f"when run, and never reaches the export call at line {line}.",
+                   f"when run, and never reaches {the_call}.",
                    ctx.map_frames(exception_frames(error)))
         raise StageFailed from error
+    if call is None and line == ANY_LINE:
+        ctx.report("ONNX001", f"`{ctx.target.name}` has no example inputs and made no "
+                   "torch.onnx.export call: add `args=(...)` to the pragma, return (module, "
+                   "args) from the function, or export in it.",
+                   Location(ctx.target.path, ctx.target.pragma or ctx.target.definition))
+        raise StageFailed
     if call is None:
         ctx.report("ONNX005", f"The export call at line {line} is not checked: "
                    f"`{ctx.target.symbol}()` returned without reaching it.")
@@ -304,7 +312,7 @@ def _from_export_call(ctx: CheckContext, function: Any,
     # `finally`, may have set another mode)
     call.restore_module_modes()
     if not isinstance(model, torch.nn.Module):
-        ctx.report("ONNX003", f"The call at line {line} exports a {type(model).__name__}; "
+        ctx.report("ONNX003", f"{the_call.capitalize()} exports a {type(model).__name__}; "
                    "onnxlens checks the export of a torch.nn.Module.")
         raise StageFailed
     args, kwargs = export_inputs(call)

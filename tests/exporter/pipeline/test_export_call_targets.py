@@ -553,3 +553,33 @@ def test_a_script_that_inspects_the_exporter_sees_it_as_without_the_check(tmp_pa
         "by_method@81": True, "by_saver@86": True, "by_saver@90": True}
     assert report["diagnostics"] == []
     assert snapshot(tmp_path) == before
+
+
+def test_a_call_made_by_another_files_helper_is_the_functions_target(tmp_path, capsys,
+                                                                     monkeypatch):
+    """timm's ``onnx_export.py`` exports through ``timm.utils.onnx.onnx_export``: a pragma's
+    function with no inputs that returns nothing was ONNX001 ("no example inputs") after
+    running the helper's export as any other call. Now the first call it reaches is its
+    target, whatever the helper (a function, a method, through two decorators, the first
+    of a loop), and a failure in the model is located in the model; a function that makes
+    no call is still ONNX001, at its pragma, saying so."""
+    for name in ("helper_exports.py", "export_library.py"):
+        shutil.copy(SCRIPT.parent / name, tmp_path / name)
+    (tmp_path / "nothing.py").write_text(
+        "import torch\n\n\n# onnx-export:\ndef exports_nothing():\n"
+        "    torch.nn.Linear(2, 2)(torch.randn(1, 2))\n")
+    before = snapshot(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "helper_exports.py", "nothing.py", "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {t["name"]: t["ok"] for t in report["targets"]} == {
+        "timm_like": True, "decorated": True, "first_of_a_loop": True, "by_a_method": False,
+        "exports_nothing": False}
+    assert findings(report, "by_a_method") == [
+        ("ONNX101", "error", "helper_exports.py", 26, 12, 26, 23)]
+    (nothing,) = [d for d in report["diagnostics"] if d["target"] == "exports_nothing"]
+    assert (nothing["rule"], nothing["path"], nothing["range"]["start"]["line"]) == (
+        "ONNX001", "nothing.py", 4)
+    assert nothing["message"].startswith("`exports_nothing` has no example inputs and made no "
+                                         "torch.onnx.export call")
+    assert snapshot(tmp_path) == before

@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from exporter.source.targets import discover
+from exporter.source.targets import ANY_LINE, discover
 
 PATH = Path("/workspace/model.py")
 
@@ -191,3 +191,41 @@ def test_a_pragma_expression_nested_too_deeply_is_onnx001_at_the_pragma():
     (problem,) = found.diagnostics
     assert (problem.rule, problem.location.range.start.line) == ("ONNX001", 4)
     assert "nested too deeply" in problem.message
+
+
+def test_a_function_with_no_inputs_that_returns_nothing_is_checked_with_the_call_it_reaches():
+    """Its export call is in a helper of another file (timm's ``onnx_export``): the target is
+    the first call it reaches from any line (``ANY_LINE``). A function that returns a value
+    (a model), yields, has ``args=``, takes arguments or calls the exporter itself keeps its
+    meaning."""
+    found = _discover('''
+        import torch
+        from library import onnx_export
+
+        # onnx-export:
+        def script():
+            def nested():
+                return 1
+            onnx_export(build(), "m.onnx")
+
+        # onnx-export:
+        def factory():
+            if True:
+                return build()
+
+        # onnx-export:
+        def generated():
+            yield build()
+
+        # onnx-export: args=(torch.randn(2),)
+        def with_inputs():
+            build()
+
+        # onnx-export:
+        def direct():
+            torch.onnx.export(build(), (torch.randn(2),), "m.onnx")
+    ''')
+    assert found.diagnostics == []
+    assert [(t.name, t.export_call_line) for t in found.targets] == [
+        ("script", ANY_LINE), ("factory", None), ("generated", None), ("with_inputs", None),
+        ("direct@26", 26)]
