@@ -576,7 +576,7 @@ def test_a_call_made_by_another_files_helper_is_the_functions_target(tmp_path, c
         "timm_like": True, "decorated": True, "first_of_a_loop": True, "by_a_method": False,
         "exports_nothing": False}
     assert findings(report, "by_a_method") == [
-        ("ONNX101", "error", "helper_exports.py", 26, 12, 26, 23)]
+        ("ONNX101", "error", "helper_exports.py", 25, 12, 25, 23)]
     (nothing,) = [d for d in report["diagnostics"] if d["target"] == "exports_nothing"]
     assert (nothing["rule"], nothing["path"], nothing["range"]["start"]["line"]) == (
         "ONNX001", "nothing.py", 4)

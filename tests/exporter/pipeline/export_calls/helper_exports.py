@@ -5,11 +5,10 @@ the function that leads to it (tests/exporter/pipeline/test_export_call_targets.
 
 import functools
 
-import torch
-from torch import nn
-
 import export_library
+import torch
 from export_library import Exporter, onnx_export
+from torch import nn
 
 
 class Stem(nn.Module):
