@@ -20,7 +20,7 @@ from export_worker.messages import (
     RunAnswer,
     SaveAnswer,
 )
-from exporter.findings.result import CheckResult, StageState, TargetResult
+from exporter.findings.result import CheckResult, TargetResult
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.session import ExportSession
 from exporter.source.notebooks import module_of_cells
@@ -33,11 +33,12 @@ EARLY_STAGES = ("capture", "translate")
 def run_job(session: ExportSession, request: JobRequest,
             progress: Callable[[CheckResult], None] | None = None,
             if_stopped: Callable[[CheckResult], None] | None = None,
-            loaded: Callable[[], None] | None = None) -> JobAnswer:
+            limit_lifted: Callable[[], None] | None = None) -> JobAnswer:
     """``progress`` gets what capture and translate found as they end; ``if_stopped`` the
     result that stands if the job is killed from then on (the export is known to fail);
-    ``loaded`` is called once the model was built and ran eagerly (the worker then kills the
-    job at ``request.timeout``, no longer at ``request.load_timeout``)."""
+    ``limit_lifted`` is called when the model's own code ran to its end or the exporter
+    works inside it (the worker then kills the job at ``request.timeout``, no longer at
+    ``request.load_timeout``)."""
     target = request.target
     path = target.path
     # the editor's text of the file, unsaved changes included: what the check reads of it
@@ -54,10 +55,8 @@ def run_job(session: ExportSession, request: JobRequest,
         module_of_cells([(cell.number, cell.text) for cell in request.notebook_cells])
 
     def stage_done(partial: TargetResult) -> None:
-        stage = partial.stages[-1]
-        if loaded is not None and stage.name == "load" and stage.state is StageState.PASSED:
-            loaded()
-        if progress is not None and stage.name in EARLY_STAGES and partial.diagnostics:
+        if progress is not None and partial.stages[-1].name in EARLY_STAGES \
+                and partial.diagnostics:
             progress(CheckResult(targets=[partial], files=[path]))
 
     def verdict_known(stopped: TargetResult) -> None:
@@ -65,9 +64,8 @@ def run_job(session: ExportSession, request: JobRequest,
             if_stopped(CheckResult(targets=[stopped], files=[path]))
 
     context, target_result = session.run_target(
-        target, Path(request.workspace),
-        stage_done if progress is not None or loaded is not None else None, sources,
-        verdict_known if if_stopped is not None else None)
+        target, Path(request.workspace), stage_done if progress is not None else None, sources,
+        verdict_known if if_stopped is not None else None, limit_lifted)
     result = CheckResult(targets=[target_result], files=[path])
     if request.kind == "check":
         return CheckAnswer(result, recorder.inputs() if recorder is not None else None)

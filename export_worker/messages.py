@@ -341,9 +341,9 @@ def if_stopped_to_bytes(result: CheckResult) -> bytes:
     return b"K" + json.dumps(_data(result)).encode() + b"\n"
 
 
-#: a line on a job's pipe: the model was built and ran eagerly (its time limit is now
-#: ``JobRequest.timeout``)
-LOADED_LINE = b"L{}\n"
+#: a line on a job's pipe: the model's own code ran to its end, or the exporter works inside
+#: it: its time limit is now ``JobRequest.timeout`` (exporter/pipeline/model_code_limit.py)
+WHOLE_LIMIT_LINE = b"L{}\n"
 
 
 def stopped_answer(result: bytes) -> bytes:
@@ -384,7 +384,7 @@ class JobOutput:
     if_stopped: bytes | None = None
     answer: bytes | None = None
     library_imports: list[str] = field(default_factory=list)
-    loaded: bool = False
+    whole_limit: bool = False
     malformed: bool = False
 
 
@@ -409,7 +409,7 @@ def read_job_lines(buffer: bytearray) -> JobOutput:
         elif kind == b"A" and isinstance(data, dict):
             output.answer = payload
         elif kind == b"L" and data == {}:
-            output.loaded = True
+            output.whole_limit = True
         else:
             output.malformed = True
     return output

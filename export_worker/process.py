@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from export_worker.messages import (
-    LOADED_LINE,
     RESTART_STATUS,
+    WHOLE_LIMIT_LINE,
     Cancel,
     DecodeError,
     Event,
@@ -100,9 +100,9 @@ class Job:
     started: float
     deadline: float | None  # when it is killed (its time limit, and a grace)
     memory_limit: int | None
-    #: its deadline once the model was built and ran eagerly, when that is later (the
-    #: default limit bounds the model's own code; the exporter's stages get the whole limit)
-    deadline_loaded: float | None = None
+    #: its deadline once the whole limit took over from the load stage's, when that is later
+    #: (the default limit bounds the model's own code, not the exporter's work)
+    deadline_whole: float | None = None
     exited: int | None = None  # a pidfd: readable once the process ended (None: polled)
     output: bytearray = field(default_factory=bytearray)  # a line still being written
     answer: bytes | None = None  # the JSON of its JobAnswer, forwarded as it is
@@ -271,7 +271,7 @@ class Worker:
                   now + request.load_timeout + KILL_GRACE_SECONDS if request.load_timeout
                   else deadline,
                   int(memory) * 1024 * 1024 if memory else None,
-                  deadline_loaded=deadline, exited=_pidfd(pid))
+                  deadline_whole=deadline, exited=_pidfd(pid))
         self.jobs[pid] = job
         self.selector.register(read_end, selectors.EVENT_READ, job)
         if job.exited is not None:
@@ -332,12 +332,12 @@ class Worker:
         def if_stopped(result: CheckResult) -> None:
             _write_all(pipe, if_stopped_to_bytes(result))
 
-        def loaded() -> None:
-            _write_all(pipe, LOADED_LINE)
+        def limit_lifted() -> None:
+            _write_all(pipe, WHOLE_LIMIT_LINE)
 
         try:
             answer = run_job(self.session, request, progress if request.progress else None,
-                             if_stopped, loaded if request.load_timeout else None)
+                             if_stopped, limit_lifted if request.load_timeout else None)
             if watch.reached():
                 answer = _without_warm_imports(request, watch.reached(), environment)
         except BaseException as error:
@@ -457,8 +457,8 @@ class Worker:
             job.answer = lines.answer or job.answer
             job.if_stopped = lines.if_stopped or job.if_stopped
             job.library_imports = lines.library_imports or job.library_imports
-            if lines.loaded:
-                job.deadline = job.deadline_loaded
+            if lines.whole_limit:
+                job.deadline = job.deadline_whole
         return chunk
 
     def _close_pipe(self, job: Job) -> None:

@@ -115,6 +115,8 @@ class CheckContext:
     # seconds the load stage (the model's own code: building it, its eager run) may take
     # when shorter than ``timeout``: the default limit, which lets the exporter answer
     load_timeout: float | None = None
+    # told when the whole limit takes over from ``load_timeout`` (the worker's kill deadline)
+    limit_lifted: Callable[[], None] | None = None
     sources: Sources = field(default_factory=Sources)  # the editor's text of the file, if any
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # the defaults' values, then the pragma's (evaluated at load) or the export call's

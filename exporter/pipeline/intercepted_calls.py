@@ -42,6 +42,7 @@ import torch
 
 from exporter.pipeline.call_context import CallContext
 from exporter.pipeline.scratch_files import ORIGINAL_STAT, ScratchFiles
+from exporter.pipeline.timers import exporter_working
 from exporter.source.targets import ANY_LINE
 
 
@@ -160,7 +161,8 @@ class Interception:
         arguments["artifacts_dir"] = self.scratch.folder(arguments.get("artifacts_dir", "."))
         _redirect_runtime_reads()
         try:
-            return original(*bound.args, **bound.kwargs)
+            with exporter_working():  # the exporter's time, not the model code's
+                return original(*bound.args, **bound.kwargs)
         except (Exception, SystemExit) as error:
             self.export_errors.append(error)
             raise

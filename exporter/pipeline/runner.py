@@ -17,6 +17,7 @@ from exporter.findings.result import StageState, StageStatus, TargetResult
 from exporter.pipeline import after_verdict
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.fix_candidates import fix_candidates
+from exporter.pipeline.model_code_limit import ModelCodeLimit
 from exporter.pipeline.stages import (
     capture,
     deploy,
@@ -91,23 +92,6 @@ def _time_limit(seconds: float | None) -> Iterator[Alarm]:
         yield alarm
 
 
-def _after_load(ctx: CheckContext, alarm: Alarm, started: float) -> None:
-    """The model's own code ran to its end once (it was built and ran eagerly): under the
-    default limit (``ctx.load_timeout``) what is left is the exporter's work on it, which gets
-    the whole check's limit, so that a slow export is answered, not cut short (ONNX901)."""
-    if not ctx.load_timeout:
-        return
-    if ctx.timeout:
-        alarm.set(ctx.timeout - (time.perf_counter() - started))
-    else:
-        alarm.cancel()
-
-
-def _limit_in(ctx: CheckContext, stage: str) -> float | None:
-    """The time limit the check ran under while in ``stage``."""
-    return ctx.load_timeout if stage == "load" and ctx.load_timeout else ctx.timeout
-
-
 def run_pipeline(ctx: CheckContext,
                  stage_done: Callable[[TargetResult], None] | None = None,
                  if_stopped: Callable[[TargetResult], None] | None = None) -> TargetResult:
@@ -121,17 +105,21 @@ def run_pipeline(ctx: CheckContext,
     if stage_done is not None or if_stopped is not None:
         ctx.early = _early_reporter(ctx, result, stage_done, if_stopped, started)
     try:
-        with _time_limit(_limit_in(ctx, "load")) as alarm:
+        # the default limit bounds the model's own code (the load stage), not the exporter's
+        with _time_limit(ctx.load_timeout or ctx.timeout) as alarm:
+            limit = ModelCodeLimit(alarm, ctx.load_timeout, ctx.timeout, started,
+                                   ctx.limit_lifted)
             for stage in STAGES:
-                result.stages.append(_run_stage(stage, ctx))
+                with limit.counting() if stage.name == "load" else nullcontext():
+                    result.stages.append(_run_stage(stage, ctx))
                 if stage.name == "load":
-                    _after_load(ctx, alarm, started)
+                    limit.lift()
                 if stage_done is not None:
                     stage_done(TargetResult(
                         result.name, result.path, result.definition, list(result.stages),
                         sorted(merge_duplicates(ctx.diagnostics), key=sort_key)))
     except CheckTimeout as timeout:
-        _stopped(ctx, result, timeout, time.perf_counter() - started)
+        _stopped(ctx, result, timeout, time.perf_counter() - started, limit.in_force)
     result.diagnostics = sorted(merge_duplicates(ctx.diagnostics), key=sort_key)
     result.summary = ctx.summary.copy()
     result.fix_candidates = fix_candidates(ctx, result.diagnostics)
@@ -139,7 +127,7 @@ def run_pipeline(ctx: CheckContext,
 
 
 def _stopped(ctx: CheckContext, result: TargetResult, timeout: CheckTimeout,
-             seconds: float) -> None:
+             seconds: float, limit: float | None) -> None:
     """The check reached its time limit: ONNX901, unless the export was already known to fail
     (``ctx.known_failure``): then the verdict stands, and only what the check would have
     found after it is missing (the stage stopped says so); a timeout never replaces an
@@ -154,7 +142,7 @@ def _stopped(ctx: CheckContext, result: TargetResult, timeout: CheckTimeout,
     result.stages += [StageStatus(later.name, StageState.SKIPPED, 0.0, "timed out")
                       for later in STAGES[len(result.stages):]]
     ctx.report("ONNX901", f"The check of `{ctx.target.name}` did not finish within "
-               f"{_limit_in(ctx, stage.name) or 0:g} s and was stopped in the {stage.name} stage "
+               f"{limit or 0:g} s and was stopped in the {stage.name} stage "
                "(an endless loop, or a model too slow to check?).",
                ctx.map_frames(exception_frames(timeout)))
 

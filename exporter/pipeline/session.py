@@ -97,16 +97,18 @@ class ExportSession:
                    stage_done: Callable[[TargetResult], None] | None = None,
                    sources: Sources | None = None,
                    if_stopped: Callable[[TargetResult], None] | None = None,
+                   limit_lifted: Callable[[], None] | None = None,
                    ) -> tuple[CheckContext, TargetResult]:
         """Check a target and keep its context (model, ONNX program, session) for save/run;
         ``stage_done`` gets the result so far after each stage, ``if_stopped`` the verdict
-        once it is known (exporter/pipeline/runner.py)."""
+        once it is known (exporter/pipeline/runner.py), ``limit_lifted`` is told when the
+        whole limit takes over from the load stage's (model_code_limit.py)."""
         from exporter.pipeline.runner import run_pipeline
 
         with isolated_import_path(target.path, workspace):
             context = CheckContext(target, workspace, self.registries, defaults=self.options,
                                    timeout=self.timeout, load_timeout=self.load_timeout,
-                                   sources=sources or Sources())
+                                   limit_lifted=limit_lifted, sources=sources or Sources())
             return context, run_pipeline(context, stage_done, if_stopped)
 
     def check_file(self, path: Path, workspace: Path | None = None,

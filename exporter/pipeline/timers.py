@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 
 class Alarm:
@@ -20,6 +20,10 @@ class Alarm:
         """Raise after ``seconds`` from now instead (at once if not positive)."""
         if self._timer is not None:
             signal.setitimer(self._timer, max(seconds, 1e-6))
+
+    def remaining(self) -> float:
+        """Seconds until it raises (0: it is not set)."""
+        return signal.getitimer(self._timer)[0] if self._timer is not None else 0.0
 
     def cancel(self) -> None:
         """Never raise (the block then runs without a limit)."""
@@ -49,3 +53,27 @@ def interrupting(seconds: float, raised: type[BaseException], *,
     finally:
         signal.setitimer(timer, 0)
         signal.signal(signum, previous)
+
+
+#: what the exporter's work inside the user's code is not counted against (None: nothing)
+_NOT_COUNTING: Callable[[], AbstractContextManager[None]] | None = None
+
+
+@contextmanager
+def exporters_work_not_counted(
+        pause: Callable[[], AbstractContextManager[None]]) -> Iterator[None]:
+    """While the block runs, ``exporter_working()`` enters ``pause()``
+    (exporter/pipeline/model_code_limit.py)."""
+    global _NOT_COUNTING
+    previous, _NOT_COUNTING = _NOT_COUNTING, pause
+    try:
+        yield
+    finally:
+        _NOT_COUNTING = previous
+
+
+def exporter_working() -> AbstractContextManager[None]:
+    """Around the exporter's work inside the user's code (an export call the code makes):
+    a limit on that code does not count it."""
+    pause = _NOT_COUNTING
+    return pause() if pause is not None else nullcontext()

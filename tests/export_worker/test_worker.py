@@ -245,14 +245,21 @@ class SlowToExport(torch.nn.Module):
 class NativeLoop(torch.nn.Module):
     def forward(self, x):
         return x + sum(range(10**15))
+
+
+# onnx-export:
+def script():
+    torch.onnx.export(SlowToExport(), (torch.randn(2, 4),), "first.onnx", dynamo=True)
+    torch.onnx.export(torch.nn.ReLU(), (torch.randn(2, 4),), "second.onnx", dynamo=True)
 '''
 
 
 def test_the_default_limit_kills_the_models_own_code_and_waits_for_the_exporter(tmp_path):
     """A job with a ``load_timeout`` (no timeout set) is killed at it while the model's own
     code runs (here a native loop its timer cannot interrupt: 2 s + the grace, not the whole
-    limit), and outlives it once the model ran: an export slower than the load limit and its
-    grace is answered, not killed (issue 42)."""
+    limit), and outlives it once the model ran, or while an earlier export call of the
+    script's runs inside that code: an export slower than the load limit and its grace is
+    answered, not killed (issue 42)."""
     model = tmp_path / "model.py"
     model.write_text(SLOW_EXPORT)
     worker = _Worker(spare=False)
@@ -264,8 +271,13 @@ def test_the_default_limit_kills_the_models_own_code_and_waits_for_the_exporter(
 
         slow = job("1", "SlowToExport")
         native = job("2", "NativeLoop")
+        earlier = job("3", "script@23")
     finally:
         worker.close()
+    assert isinstance(earlier, JobDone), earlier
+    (target,) = earlier.answer.result.targets
+    assert target.diagnostics == [] and target.ok
+    assert next(s for s in target.stages if s.name == "load").seconds > 6
     assert isinstance(slow, JobDone), slow
     (target,) = slow.answer.result.targets
     assert target.diagnostics == [] and target.ok

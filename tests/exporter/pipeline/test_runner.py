@@ -136,3 +136,52 @@ def test_the_default_limit_bounds_the_models_own_code_not_the_exporters_work(
     assert timed_out.message.startswith(f"The check of `scaled` did not finish within {limit} s "
                                         f"and was stopped in the {stopped} stage"), case
     assert states[stopped] == ("failed", "timed out"), case
+
+
+EARLIER_EXPORT = '''import time
+
+import torch
+
+
+class SlowToExport(torch.nn.Module):
+    def forward(self, x):
+        if torch.compiler.is_exporting():  # eager runs at once, the export takes a while
+            time.sleep(2.5)
+        return x * 2
+
+
+# onnx-export:
+def then_another():
+    torch.onnx.export(SlowToExport(), (torch.randn(2),), "first.onnx", dynamo=True)
+    torch.onnx.export(torch.nn.ReLU(), (torch.randn(2),), "second.onnx", dynamo=True)
+
+
+# onnx-export:
+def then_a_loop():
+    torch.onnx.export(SlowToExport(), (torch.randn(2),), "first.onnx", dynamo=True)
+    while True:
+        time.sleep(0.01)
+    torch.onnx.export(torch.nn.ReLU(), (torch.randn(2),), "second.onnx", dynamo=True)
+'''
+
+
+@pytest.mark.parametrize("target, stopped", [("then_another@16", None),
+                                             ("then_a_loop@24", "load")])
+def test_an_earlier_export_inside_the_models_code_is_not_counted_against_its_limit(
+        session, monkeypatch, tmp_path, target, stopped):
+    """The earlier call's export runs while the target loads (the plain exporter's work,
+    2.5 s past the 1 s limit on the model's own code): the target is reached and checked.
+    The model's code after it still has what was left of its limit: the loop is ONNX901."""
+    (tmp_path / "script.py").write_text(EARLIER_EXPORT)
+    monkeypatch.setattr(session, "timeout", None)
+    monkeypatch.setattr(session, "load_timeout", 1.0)
+    (found,) = [t for t in session.discover(tmp_path / "script.py").targets if t.name == target]
+    _, result = session.run_target(found, tmp_path)
+    if stopped is None:
+        assert result.ok and result.diagnostics == []
+        return
+    (timed_out,) = result.diagnostics
+    assert timed_out.rule == "ONNX901"
+    assert timed_out.message.startswith(f"The check of `{target}` did not finish within 1 s and "
+                                        "was stopped in the load stage")
+    assert timed_out.location.range.start.line in (22, 23)  # where the loop ran
