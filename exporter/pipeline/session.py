@@ -13,7 +13,7 @@ from exporter.config.options import ExportOptions
 from exporter.findings.result import CheckResult, TargetResult
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.registries import Registries
-from exporter.pipeline.user_modules import isolated_import_path
+from exporter.pipeline.user_modules import command_line_of, isolated_import_path
 from exporter.source.notebooks import NotebookModule
 from exporter.source.targets import Discovery, Target, discover
 from exporter.source.text import Sources, decoding_problem, read_source
@@ -105,7 +105,7 @@ class ExportSession:
         whole limit takes over from the load stage's (model_code_limit.py)."""
         from exporter.pipeline.runner import run_pipeline
 
-        with isolated_import_path(target.path, workspace):
+        with isolated_import_path(target.path, workspace), command_line_of(target.path):
             context = CheckContext(target, workspace, self.registries, defaults=self.options,
                                    timeout=self.timeout, load_timeout=self.load_timeout,
                                    limit_lifted=limit_lifted, sources=sources or Sources())

@@ -73,6 +73,19 @@ def isolated_import_path(path: Path, workspace: Path) -> Iterator[None]:
                 sys.modules.pop(name, None)
 
 
+@contextmanager
+def command_line_of(path: Path) -> Iterator[None]:
+    """``sys.argv`` as ``python path`` sets it, while the user's code runs: a script that reads
+    its command line (``argparse``'s ``parse_args()`` in a marked ``main``) sees none, as when
+    the user runs it, not the worker's own options. Restored on exit."""
+    saved = sys.argv
+    sys.argv = [str(path)]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
 @dataclass
 class ImportedFile:
     """The module, and every class its top level built, by (name, first line): a class whose

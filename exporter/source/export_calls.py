@@ -138,12 +138,15 @@ def _call(path: Path, node: ast.Call, lines: list[str], source: str,
     return call
 
 
-def takes_no_arguments(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a check can call the function as it is: only such a function's export calls
-    are targets (docs/export-calls.md)."""
+def callable_without_arguments(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a check can call the function as it is, with no arguments: every parameter has
+    a default or is ``*args``/``**kwargs`` (``def main(output="model.onnx", opset=18)``, as
+    export scripts write it). Only such a function's export calls are targets
+    (docs/export-calls.md)."""
     arguments = function.args
-    return not (arguments.args or arguments.posonlyargs or arguments.kwonlyargs
-                or arguments.vararg or arguments.kwarg)
+    positional = len(arguments.posonlyargs) + len(arguments.args)
+    return (len(arguments.defaults) == positional
+            and all(default is not None for default in arguments.kw_defaults))
 
 
 def export_call_sites(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef
@@ -182,7 +185,7 @@ def export_call_sites(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFun
 def legacy_argument_diagnostics(tree: ast.Module, calls: list[ExportCall],
                                 lines: list[str]) -> list[Diagnostic]:
     """ONNX601-ONNX604 for every call (docs/rules/ONNX60*.md). Each carries, when the call is
-    in a function without parameters and without a pragma, the edit that marks the function
+    in a function callable without arguments and without a pragma, the edit that marks the function
     so that its calls are checked (a second quick fix)."""
     found: list[Diagnostic] = []
     for call in calls:
@@ -207,7 +210,7 @@ def _check_this_call(tree: ast.Module, call: ExportCall,
                      and node.name == call.enclosing_function), None)
     if function is None:
         return None
-    if not takes_no_arguments(function):
+    if not callable_without_arguments(function):
         return None
     first = min([function.lineno] + [d.lineno for d in function.decorator_list])
     above = lines[first - 2].strip() if first > 1 else ""

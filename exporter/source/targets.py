@@ -18,10 +18,10 @@ from typing import Literal
 
 from exporter.findings.diagnostics import Diagnostic, Location, Range
 from exporter.source.export_calls import (
+    callable_without_arguments,
     export_call_sites,
     export_calls,
     legacy_argument_diagnostics,
-    takes_no_arguments,
 )
 from exporter.source.notebooks import NotebookModule, is_notebook, recent_notebook
 from exporter.source.python_syntax import parse_python
@@ -354,7 +354,10 @@ def _export_call_targets(tree: ast.Module, node: ast.FunctionDef | ast.AsyncFunc
     """A function that exports (calls torch.onnx.export, itself or through helpers of this
     file) is one target per call, named ``function@line`` and located at the call; in a
     notebook ``function@cellC:L``, the line counted in its cell as the user sees it."""
-    if not takes_no_arguments(node):
+    if not (callable_without_arguments(node) or node.decorator_list):
+        # a decorator may supply the arguments (click's commands parse them from the command
+        # line); where none does, calling it raises what Python raises (ONNX003), as for any
+        # function target
         return []
     sites = export_call_sites(tree, node)
     if not sites and "args" not in target.options and not _returns_a_value(node):

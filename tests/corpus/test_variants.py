@@ -196,7 +196,8 @@ def test_every_export_call_choice_is_drawn():
     expected = {f"place={p}" for p in export_calls.OTHER_PLACES} \
         | {f"form={f}" for f in export_calls.TARGET_FORMS} \
         | {f"use={u}" for u in export_calls.USES} | {f"path={p}" for p in export_calls.PATHS} \
-        | {f"model={kind}" for kind, _ in export_calls.TARGET_MODELS}
+        | {f"model={kind}" for kind, _ in export_calls.TARGET_MODELS} \
+        | {f"signature={s or 'none'}" for s in export_calls.SIGNATURES}
     assert expected - drawn == set()
 
 

@@ -310,6 +310,7 @@ def _in_the_call(path: Path, root: Path, target: Any, judge: Callable[[Built], N
     signature = inspect.signature(original)
     codes: set[Any] = set()
     reached: list[BaseException | None] = []
+    running = False  # the function runs (a call made at import is not the target's)
 
     def replacement(*args: Any, **kwargs: Any) -> Any:
         frame = sys._getframe(1)
@@ -317,7 +318,7 @@ def _in_the_call(path: Path, root: Path, target: Any, judge: Callable[[Built], N
                 frame.f_code.co_filename, frame.f_code.co_name) == (str(path), target.symbol)):
             frame = frame.f_back  # type: ignore[assignment]
         # line 0: the function's first call, from whichever line (made in another file's helper)
-        if reached or (codes and frame is not None
+        if reached or (running and frame is not None
                        and target.export_call_line in (0, frame.f_lineno)):
             if not reached:
                 bound = signature.bind(*args, **kwargs)
@@ -337,12 +338,15 @@ def _in_the_call(path: Path, root: Path, target: Any, judge: Callable[[Built], N
     functools.update_wrapper(replacement, original)
     replacement.__signature__ = signature  # type: ignore[attr-defined]
     torch.onnx.export = replacement
+    command_line = sys.argv
+    sys.argv = [str(path)]  # as ``python path`` runs it: argparse sees no options
     try:
         with _phase("import"):
             module = _import(path, root, target)
         with _phase("build"):
             function = getattr(module, target.symbol)
             codes.update(_function_codes(function))
+            running = True
             try:
                 function()
             except (_CallReached, Exception, SystemExit):
@@ -350,6 +354,7 @@ def _in_the_call(path: Path, root: Path, target: Any, judge: Callable[[Built], N
                     raise
     finally:
         torch.onnx.export = original
+        sys.argv = command_line
     if not reached:
         raise _NotReached(f"the call at line {target.export_call_line} was not reached"
                           if target.export_call_line else "no export call was made")

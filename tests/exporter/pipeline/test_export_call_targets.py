@@ -583,3 +583,25 @@ def test_a_call_made_by_another_files_helper_is_the_functions_target(tmp_path, c
     assert nothing["message"].startswith("`exports_nothing` has no example inputs and made no "
                                          "torch.onnx.export call")
     assert snapshot(tmp_path) == before
+
+
+def test_a_scripts_entry_point_is_checked_as_the_script_runs_it(tmp_path, capsys, monkeypatch):
+    """export_calls/script_entry_points.py: a marked function whose parameters all have
+    defaults is called with none, a click command takes its options from the command line,
+    and code that parses the command line sees the one of ``python script_entry_points.py``
+    (no options, its path in ``sys.argv[0]``), not the worker's. Before, the first were
+    ONNX001 "no example inputs", the others ONNX003 "raised SystemExit"; now each verdict is
+    the call's, located in the model."""
+    name = "script_entry_points.py"
+    shutil.copy(SCRIPT.parent / name, tmp_path / name)
+    before = snapshot(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", name, "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {t["name"]: t["ok"] for t in report["targets"]} == {
+        "main@52": True, "convert@58": False, "command_line@65": True, "with_argv@74": False,
+        "every_width@80": True, "command@88": False}
+    assert findings(report, "convert@58") == [("ONNX102", "error", name, 34, 17, 34, 36)]
+    for target in ("with_argv@74", "command@88"):
+        assert findings(report, target) == [("ONNX101", "error", name, 40, 12, 40, 23)]
+    assert snapshot(tmp_path) == before

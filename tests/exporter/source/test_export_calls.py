@@ -195,3 +195,16 @@ def test_check_this_call_marks_the_function_once():
     assert [t.name for t in after.targets] == ["export@19"]  # the call is now a target
     assert all(not fix.title.startswith("Check this call") for d in after.diagnostics
                for fix in d.quick_fixes)
+
+
+def test_check_this_call_is_offered_where_the_function_can_be_called_as_it_is():
+    """A function whose parameters all have defaults can be marked; one that needs an
+    argument cannot (a check could not call it)."""
+    source = ("import torch\n\n\ndef main(output='m.onnx', *, opset=17):\n"
+              "    torch.onnx.export(m, (x,), output, dynamo=False)\n\n\n"
+              "def export_to(output):\n"
+              "    torch.onnx.export(m, (x,), output, dynamo=False)\n")
+    found = discover(Path("s.py"), source).diagnostics
+    offered = {d.location.range.start.line: [f.title for f in d.quick_fixes] for d in found}
+    assert "Check this call: mark `main` with `# onnx-export:`" in offered[5]
+    assert not any(title.startswith("Check this call") for title in offered[9])

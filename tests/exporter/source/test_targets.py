@@ -229,3 +229,45 @@ def test_a_function_with_no_inputs_that_returns_nothing_is_checked_with_the_call
     assert [(t.name, t.export_call_line) for t in found.targets] == [
         ("script", ANY_LINE), ("factory", None), ("generated", None), ("with_inputs", None),
         ("direct@26", 26)]
+
+
+def test_a_function_callable_without_arguments_makes_its_calls_targets():
+    """Export scripts give their entry point defaults (``def main(output="m.onnx",
+    opset=18)``): a function every parameter of which has a default, or is ``*args`` or
+    ``**kwargs``, is called with none, and its export calls are targets; so are a decorated
+    function's, whatever its parameters (a click command takes them from the command line).
+    An undecorated one with a parameter without a default cannot be called as it is: it is a
+    builder target, whose failure says so (ONNX003)."""
+    found = _discover('''
+        import torch
+
+        # onnx-export:
+        def main(output="m.onnx", opset=18):
+            torch.onnx.export(build(), (torch.randn(2),), output, opset_version=opset)
+
+        # onnx-export:
+        @torch.no_grad()
+        def convert(directory=".", /, *, batch=4, **overrides):
+            torch.onnx.export(build(), (torch.randn(batch),), directory + "/m.onnx")
+
+        # onnx-export:
+        def everything(*args, **kwargs):
+            torch.onnx.export(build(), (torch.randn(2),), "m.onnx")
+
+        # onnx-export:
+        def needs_a_path(path, opset=18):
+            torch.onnx.export(build(), (torch.randn(2),), path)
+
+        # onnx-export:
+        def needs_a_keyword(*, path):
+            torch.onnx.export(build(), (torch.randn(2),), path)
+
+        # onnx-export:
+        @click.command()
+        @click.option("--path", default="m.onnx")
+        def command(path):
+            torch.onnx.export(build(), (torch.randn(2),), path)
+    ''')
+    assert [(t.name, t.export_call_line) for t in found.targets] == [
+        ("main@6", 6), ("convert@11", 11), ("everything@15", 15), ("needs_a_path", None),
+        ("needs_a_keyword", None), ("command@29", 29)]
