@@ -28,7 +28,11 @@ from exporter.toolchain import torch_compat
 # (rule, pattern in "ExceptionType: message") for failures a draft export cannot attribute.
 _EXCEPTION_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("ONNX101", re.compile(r"GuardOnDataDependentSymNode|data-dependent", re.I)),
-    ("ONNX102", re.compile(r"Constraints violated|specialized|marked .* as dynamic", re.I)),
+    # torch.onnx's capture re-exports with torch's suggested shapes after "Constraints
+    # violated": a dimension declared Dim.DYNAMIC that the code fixes then fails as a
+    # "conflict between user-specified ranges and inferred ranges"
+    ("ONNX102", re.compile(r"Constraints violated|specialized|marked .* as dynamic|"
+                           r"conflicts between user-specified ranges", re.I)),
     ("ONNX104", re.compile(r"pytree|not a supported (input|output)|Unsupported (input|output)|"
                            r"output .*(type|structure)|register.*pytree", re.I)),
     ("ONNX103", re.compile(r"numpy|tolist|Unsupported|not supported|data pointer|"

@@ -131,3 +131,38 @@ def test_no_budget_with_the_shortcut_off(monkeypatch):
     small = after_verdict.deadline_after(1.0)
     assert small is not None
     assert small - time.process_time() == pytest.approx(after_verdict.MINIMUM_SECONDS, abs=1)
+
+
+FIXED_CHANNELS = '''
+import torch
+from torch.export import Dim
+
+
+# onnx-export: args=(torch.randn(2, 4, 16, 16),), dynamic_shapes=({0: Dim.DYNAMIC, 1: Dim.DYNAMIC},)
+class Denoiser(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 8, 3)
+
+    def forward(self, sample):
+        return self.conv(sample)
+'''
+
+
+def test_a_spent_budget_keeps_a_specialized_dimension_its_rule(session, monkeypatch, tiny_budget,
+                                                               tmp_path):
+    """diffusers' UNet export script, with every axis of ``sample`` in ``dynamic_axes``: torch
+    fixes the channels, and torch.onnx's retry with the suggested shapes raises "conflicts
+    between user-specified ranges and inferred ranges". Its draft export ran out of budget,
+    and the verdict said ONNX105, "capture failed"; it is ONNX102, as the whole check says."""
+    (tmp_path / "model.py").write_text(FIXED_CHANNELS)
+    (target,) = session.discover(tmp_path / "model.py").targets
+    monkeypatch.setattr(torch.export, "draft_export", _slow(torch.export.draft_export, 1.5))
+    cut = session.run_target(target, tmp_path)[1]
+    assert "stopped at its budget" in cut.stage("capture").reason
+    (error,) = [d for d in cut.diagnostics if d.severity == "error"]
+    assert error.rule == "ONNX102"
+    assert "conflicts between user-specified ranges" in error.message
+    monkeypatch.setenv(shortcuts.ENVIRONMENT_VARIABLE, "after-verdict-budget")
+    whole = session.run_target(target, tmp_path)[1]
+    assert [d.rule for d in whole.diagnostics if d.severity == "error"] == ["ONNX102"]
