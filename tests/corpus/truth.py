@@ -699,8 +699,11 @@ def _judge(built: Built, result: TruthResult) -> None:
     import torch
 
     with _phase("eager"):
+        # a lazy module's copy would draw other weights at its first forward than the export
+        # gives the model itself (nn.LazyLinear): its eager run follows the export instead
+        lazy = any(torch.nn.parameter.is_lazy(p) for p in built.model.parameters())
         try:
-            reference = copy.deepcopy(built.model)
+            reference = None if lazy else copy.deepcopy(built.model)
         except Exception:
             reference = None  # the model cannot be copied: eager runs after the export
         if reference is not None:

@@ -70,6 +70,7 @@ def run(ctx: CheckContext) -> None:
         ctx.summary.call_context = call_context.describe()
     with call_context.entered() if call_context is not None else contextlib.nullcontext():
         eager_outputs = _eager_forward(ctx, model, args, kwargs)
+    ctx.summary.parameters = _parameter_count(model)
     ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs,
                         call_context, _converted_axes(ctx, call))
 
@@ -242,7 +243,6 @@ def _build(ctx: CheckContext, factory: Any, interception: Interception
     for key in ("input_names", "output_names"):
         if key not in ctx.options.given and ctx.target.exportable_module:
             ctx.options.set(key, getattr(model, key)())
-    ctx.summary.parameters = sum(p.numel() for p in model.parameters())
     return model, args, kwargs, dynamic_shapes
 
 
@@ -345,6 +345,13 @@ def _converted_axes(ctx: CheckContext, call: InterceptedCall | None) -> Converte
 
 
 _META_LIMITATIONS = ("meta tensor", "'Meta' backend", "meta device")
+
+
+def _parameter_count(model: torch.nn.Module) -> int:
+    """The model's parameters, once the forward ran: a lazy module's (``nn.LazyLinear``) are
+    made by its first forward; one the forward did not reach has no size yet and is left out."""
+    return sum(p.numel() for p in model.parameters()
+               if not isinstance(p, torch.nn.parameter.UninitializedParameter))
 
 
 def _needs_values(error: BaseException) -> bool:

@@ -74,6 +74,9 @@ EXPECTED = {
     "import_error/model.py": [("ONNX002", "model.py", 2, 1, 2, 34, "error")],
     "invalid_model/model.py": [("ONNX302", "model.py", 13, 16, 13, 37, "error")],
     "io_structure/model.py": [("ONNX104", "model.py", 12, 16, 12, 33, "error")],
+    # lazy modules: each was ONNX999 (their parameters counted before the forward made them)
+    "lazy_modules/model.py": [("ONNX101", "model.py", 42, 12, 42, 40, "error"),
+                              ("ONNX106", "model.py", 42, 12, 42, 40, "warning")],
     "malformed_pragma/model.py": [
         ("ONNX001", "model.py", 4, 16, 4, 40, "error"),
         ("ONNX001", "model.py", 10, 43, 10, 72, "error"),
@@ -330,3 +333,14 @@ def test_draft_only_graph_still_runs_later_stages(fixture_results):
     states = {s.name: s.state.value for s in target.stages}
     assert states["capture"] == "failed"
     assert states["translate"] == states["runtime"] == states["numerics"] == "passed"
+
+
+def test_a_lazy_modules_parameters_are_counted_once_its_forward_made_them(fixture_results):
+    """``nn.LazyLinear`` and its kin get their parameters at the first forward: the summary
+    counts them after the eager forward, and leaves out one the forward never reached."""
+    targets = {t.name: t for t in fixture_results["lazy_modules/model.py"][1].targets}
+    assert {name: t.summary.parameters for name, t in targets.items()} == {
+        "LazyHead": 8 * 4 + 4, "LazyStem": 3 * 6 * 9 + 6 + 2 * 6,
+        "nested_lazy": 10 * 16 + 16 + 16 * 2 + 2, "LazyGate": 6 * 6 + 6, "UnusedLazy": 8 * 4 + 4}
+    assert [name for name, t in targets.items() if t.ok] == [
+        "LazyHead", "LazyStem", "nested_lazy", "UnusedLazy"]
