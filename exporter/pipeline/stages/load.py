@@ -68,9 +68,11 @@ def run(ctx: CheckContext) -> None:
     call_context = call.context if call is not None else None
     if call_context is not None and call_context.describe():
         ctx.summary.call_context = call_context.describe()
-    with call_context.entered() if call_context is not None else contextlib.nullcontext():
-        eager_outputs = _eager_forward(ctx, model, args, kwargs)
-    ctx.summary.parameters = _parameter_count(model)
+    try:
+        with call_context.entered() if call_context is not None else contextlib.nullcontext():
+            eager_outputs = _eager_forward(ctx, model, args, kwargs)
+    finally:  # also for a model that fails in eager PyTorch (ONNX004)
+        ctx.summary.parameters = _parameter_count(model)
     ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs,
                         call_context, _converted_axes(ctx, call))
 

@@ -344,3 +344,8 @@ def test_a_lazy_modules_parameters_are_counted_once_its_forward_made_them(fixtur
         "nested_lazy": 10 * 16 + 16 + 16 * 2 + 2, "LazyGate": 6 * 6 + 6, "UnusedLazy": 8 * 4 + 4}
     assert [name for name, t in targets.items() if t.ok] == [
         "LazyHead", "LazyStem", "nested_lazy", "UnusedLazy"]
+
+
+def test_a_model_that_fails_in_eager_pytorch_has_its_parameters_counted(fixture_results):
+    (target,) = fixture_results["eager_failure/model.py"][1].targets
+    assert not target.ok and target.summary.parameters == 8 * 2 + 2
