@@ -28,6 +28,7 @@ from exporter.pipeline.locating import (
     report_at_node,
     report_guard,
 )
+from exporter.pipeline.model_state import state_kept
 from exporter.pipeline.stages.base import StageSkipped
 from exporter.pipeline.strict_recapture import strict_draft_report
 from exporter.toolchain import torch_compat
@@ -126,7 +127,7 @@ def _run_at(ctx: CheckContext, declared: DeclaredDims, size_run: SizeRun,
     situation = size_run.situation
     eager_args, eager_kwargs = fresh_copy(new_args, new_kwargs)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), state_kept(loaded.model):  # each run starts from the model as built
             eager = loaded.model(*eager_args, **eager_kwargs)
     except Exception as error:
         # The model itself does not take this size (a window, a kernel larger than the size,

@@ -25,6 +25,7 @@ from exporter.pipeline.intercepted_calls import (
     export_inputs,
     intercepting,
 )
+from exporter.pipeline.model_state import state_kept
 from exporter.pipeline.stages.base import StageFailed
 from exporter.pipeline.target_options import EVALUATED_KEYS
 from exporter.pipeline.user_modules import ImportedFile, import_file
@@ -369,7 +370,7 @@ def _eager_forward(ctx: CheckContext, model: torch.nn.Module, args: tuple,
     (capture would only fail the same way)."""
     args, kwargs = fresh_copy(args, kwargs)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), state_kept(model):  # the exporter sees the model as built
             return model(*args, **kwargs)
     except (Exception, SystemExit) as error:
         if ctx.weightless and _needs_values(error):

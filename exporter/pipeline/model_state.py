@@ -1,0 +1,149 @@
+"""The model as it was built, again after each eager run onnxlens makes of it.
+
+onnxlens runs the model in eager PyTorch for its comparisons (the load stage's forward, the
+dynamic stage's runs at other sizes); the plain exporter never runs it first. A forward may
+change the model's own state: count its calls, update a buffer in place, make a cache on its
+first call, append to a list. The exporter must see the model as the user's export call gives
+it, and every eager run must start from there (torch.export itself puts such state back after
+tracing), so ``state_kept`` undoes what a run changed: each module's attributes beyond
+``nn.Module``'s own (containers are copied, their items kept), its parameters, buffers and
+submodules as registered, and the values of every tensor changed in place.
+
+A lazy module (``nn.LazyLinear``) is the exception: its first forward gives its parameters their
+size, as the export would, and it keeps what that forward made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
+
+#: the attributes every module has (its registries, hooks, ``training``): not the model's state
+_MODULE_OWN = frozenset(vars(nn.Module()))
+#: the registries restored entry by entry (what a forward registered or replaced)
+_REGISTRIES = ("_parameters", "_buffers", "_modules")
+#: how deep nested containers are copied and compared (a container holding itself ends there)
+_DEPTH = 6
+_CONTAINERS = (list, tuple, dict, set)
+
+
+@contextlib.contextmanager
+def state_kept(model: nn.Module) -> Iterator[None]:
+    """Run the body (an eager run of ``model``), then put ``model``'s state back as it was."""
+    modules = [_ModuleState.of(module) for module in model.modules() if not _lazy(module)]
+    tensors = _TensorStates.of(model, modules)
+    try:
+        yield
+    finally:
+        for state in modules:
+            state.restore()
+        tensors.restore()
+
+
+def _lazy(module: nn.Module) -> bool:
+    return isinstance(module, LazyModuleMixin) and module.has_uninitialized_params()
+
+
+def _copied(value: Any, depth: int = 0) -> Any:
+    """``value`` with its built-in containers rebuilt (the items themselves kept)."""
+    if depth >= _DEPTH or type(value) not in _CONTAINERS:
+        return value
+    if type(value) is dict:
+        return {key: _copied(item, depth + 1) for key, item in value.items()}
+    return type(value)(_copied(item, depth + 1) for item in value)
+
+
+def _fingerprint(value: Any, depth: int = 0) -> Any:
+    """What identifies ``value``'s content: the identity of each item, container by container
+    (an item rebound or a container changed in place changes it)."""
+    if depth >= _DEPTH or type(value) not in _CONTAINERS:
+        return id(value)
+    if type(value) is dict:
+        return ("dict", tuple((id(key), _fingerprint(item, depth + 1))
+                              for key, item in value.items()))
+    if type(value) is set:
+        return ("set", tuple(sorted(id(item) for item in value)))
+    return (type(value).__name__, tuple(_fingerprint(item, depth + 1) for item in value))
+
+
+def _tensors_in(value: Any, depth: int = 0) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif depth < _DEPTH and type(value) in _CONTAINERS:
+        items = value.values() if type(value) is dict else value
+        for item in items:
+            yield from _tensors_in(item, depth + 1)
+
+
+@dataclass
+class _ModuleState:
+    module: nn.Module
+    attributes: dict[str, Any]  # beyond nn.Module's own, containers copied
+    fingerprints: dict[str, Any]
+    registries: dict[str, dict[str, Any]]
+    non_persistent: set[str]
+
+    @classmethod
+    def of(cls, module: nn.Module) -> _ModuleState:
+        own = {name: value for name, value in vars(module).items() if name not in _MODULE_OWN}
+        return cls(module, {name: _copied(value) for name, value in own.items()},
+                   {name: _fingerprint(value) for name, value in own.items()},
+                   {name: dict(getattr(module, name)) for name in _REGISTRIES},
+                   set(module._non_persistent_buffers_set))
+
+    def restore(self) -> None:
+        now = vars(self.module)
+        for name in [name for name in now if name not in _MODULE_OWN]:
+            if name not in self.attributes:
+                del now[name]  # made by the run
+        for name, value in self.attributes.items():
+            if name not in now or _fingerprint(now[name]) != self.fingerprints[name]:
+                now[name] = value
+        for name, entries in self.registries.items():
+            registry = getattr(self.module, name)
+            if registry.keys() != entries.keys() \
+                    or any(registry[key] is not item for key, item in entries.items()):
+                registry.clear()
+                registry.update(entries)
+        if self.module._non_persistent_buffers_set != self.non_persistent:
+            self.module._non_persistent_buffers_set.clear()
+            self.module._non_persistent_buffers_set.update(self.non_persistent)
+
+
+@dataclass
+class _TensorStates:
+    """The values of the model's tensors, for those a run changes in place (``_version``
+    counts a tensor's in-place changes)."""
+
+    saved: list[tuple[torch.Tensor, int, torch.Tensor]]
+
+    @classmethod
+    def of(cls, model: nn.Module, modules: list[_ModuleState]) -> _TensorStates:
+        found: dict[int, torch.Tensor] = {}
+        candidates = [*model.parameters(), *model.buffers()]
+        for state in modules:
+            for value in state.attributes.values():
+                candidates.extend(_tensors_in(value))
+        for tensor in candidates:
+            if nn.parameter.is_lazy(tensor) or tensor.is_meta:
+                continue  # no values to change (weights="none"), or a lazy size to come
+            found.setdefault(id(tensor), tensor)
+        with torch.no_grad():
+            return cls([(tensor, tensor._version, tensor.detach().clone())
+                        for tensor in found.values()])
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for tensor, version, values in self.saved:
+                if tensor._version == version:
+                    continue
+                if tensor.shape == values.shape and tensor.dtype == values.dtype:
+                    tensor.copy_(values)
+                else:
+                    tensor.data = values

@@ -1,0 +1,106 @@
+"""An eager run of onnxlens's leaves the model as it was built (exporter/pipeline/model_state.py):
+what the exporter then captures, and where every later eager run starts. The checks of such
+models: tests/exporter/fixtures/stateful_forward, judged against the plain exporter by the
+corpus."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from exporter.pipeline.model_state import state_kept
+
+
+def _run(model: nn.Module, *args: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad(), state_kept(model):
+        result: torch.Tensor = model(*args)
+    return result
+
+
+class _Stateful(nn.Module):
+    """Every kind of state a forward changes, on a submodule too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.seen: list[int] = []
+        self.shared = {"sizes": [1, 2]}
+        self.cache: torch.Tensor | None = None
+        self.register_buffer("total", torch.zeros(3))
+        self.inner = nn.Linear(3, 3)
+        self.inner.scale = 1.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        self.seen.append(x.shape[0])
+        self.shared["sizes"].append(3)
+        self.cache = x.sum(dim=0)
+        self.total.add_(x.sum(dim=0))
+        self.inner.scale = self.inner.scale * 2
+        self.made_here = True
+        self.register_buffer("extra", torch.ones(1))
+        with torch.no_grad():
+            self.inner.weight.mul_(2)
+        return self.inner(x) * self.calls * self.inner.scale + self.total
+
+
+def test_every_run_starts_from_the_model_as_built() -> None:
+    torch.manual_seed(0)
+    model = _Stateful().eval()
+    weight = model.inner.weight.detach().clone()
+    x = torch.randn(4, 3)
+    first = _run(model, x)
+    assert torch.equal(_run(model, x), first)  # without state_kept: twice the calls, ...
+    assert model.calls == 0 and model.seen == [] and model.shared == {"sizes": [1, 2]}
+    assert model.cache is None and model.inner.scale == 1.0
+    assert not hasattr(model, "made_here") and "extra" not in dict(model.named_buffers())
+    assert torch.equal(model.total, torch.zeros(3))
+    assert torch.equal(model.inner.weight, weight)
+
+
+def test_what_the_run_did_not_change_keeps_its_identity() -> None:
+    model = _Stateful()
+    unchanged = [1, 2]
+    model.inner.options = unchanged
+    model.also = unchanged  # the same list held twice stays the same list
+    total, weight = model.total, model.inner.weight
+    _run(model, torch.randn(2, 3))
+    assert model.inner.options is unchanged and model.also is unchanged
+    assert model.total is total and model.inner.weight is weight
+
+
+def test_a_lazy_module_keeps_the_parameters_its_first_forward_made() -> None:
+    model = nn.Sequential(nn.LazyLinear(4), nn.ReLU())
+    _run(model, torch.randn(2, 5))
+    linear = model[0]
+    assert isinstance(linear, nn.Linear) and linear.weight.shape == (4, 5)
+    assert not nn.parameter.is_lazy(linear.weight)
+    weight = linear.weight.detach().clone()
+    _run(model, torch.randn(2, 5))
+    assert torch.equal(linear.weight, weight)
+
+
+def test_a_failing_run_also_leaves_the_model_as_built() -> None:
+    class Failing(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.calls += 1
+            raise ValueError("the model's own error")
+
+    model = Failing()
+    try:
+        _run(model, torch.randn(1))
+    except ValueError:
+        pass
+    assert model.calls == 0
+
+
+def test_a_model_without_values_is_run_as_it_is() -> None:
+    with torch.device("meta"):
+        model = nn.Linear(3, 2)
+    with state_kept(model):
+        out = model(torch.randn(4, 3, device="meta"))
+    assert out.shape == (4, 2) and model.weight.is_meta
