@@ -37,8 +37,9 @@ def _recapture(ctx: CheckContext) -> Report | None:
     try:
         spec = strictly_dynamic(loaded.model, loaded.args, loaded.kwargs, loaded.dynamic_shapes)
         args, kwargs = fresh_copy(loaded.args, loaded.kwargs)
-        program = torch.export.draft_export(loaded.model, args, kwargs, dynamic_shapes=spec,
-                                            strict=False)
+        with torch_compat.onnx_exporting():
+            program = torch.export.draft_export(loaded.model, args, kwargs,
+                                                dynamic_shapes=spec, strict=False)
     except Exception:
         logging.getLogger(__name__).debug("the strict re-capture failed", exc_info=True)
         return None

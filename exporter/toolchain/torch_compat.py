@@ -66,6 +66,11 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
                "the user line that added it (`ShapeEnv.guards`)",
                "a narrowed range (ONNX107) is located by a second, draft capture, or at the "
                "pragma"),
+    Capability("export-flag", "torch.onnx's flag that `torch.onnx.is_in_onnx_export()` reads "
+               "(`_flags._is_onnx_exporting`), set while capture traces the model",
+               "`torch.onnx.is_in_onnx_export()` answers False in the model while onnxlens "
+               "captures it: a model that takes another path during the export is checked on "
+               "its eager path"),
     Capability("user-frames", "torch.fx's stack-trace anchors "
                "(`torch.fx.proxy._STACK_TRACE_ANCHORS`: a non-strict capture's node stack "
                "traces keep every frame of the workspace's code, not only `forward`s) and its "
@@ -211,6 +216,40 @@ def _probe_user_frames() -> None:
             "GraphModule._lineno_map no longer maps a line of the generated code to its node")
 
 
+def _probe_export_flag() -> None:
+    from torch.onnx._internal.exporter import _flags
+
+    _expect(isinstance(getattr(_flags, "_is_onnx_exporting", None), bool),
+            "torch.onnx's _flags._is_onnx_exporting is missing")
+    with _exporting_flag(_flags):
+        _expect(torch.onnx.is_in_onnx_export(), "is_in_onnx_export() no longer reads the flag")
+    _expect(not torch.onnx.is_in_onnx_export(), "the flag stays set")
+
+
+@contextmanager
+def _exporting_flag(flags: Any) -> Iterator[None]:
+    before = flags._is_onnx_exporting
+    flags._is_onnx_exporting = True
+    try:
+        yield
+    finally:
+        flags._is_onnx_exporting = before
+
+
+@contextmanager
+def onnx_exporting() -> Iterator[None]:
+    """What torch.onnx.export sets while it exports: ``torch.onnx.is_in_onnx_export()`` answers
+    True in the model's code that capture traces (a model may take an export-only path there,
+    as torch.onnx.ops.symbolic's documentation shows), and False in its eager runs."""
+    if not available("export-flag"):
+        yield
+        return
+    from torch.onnx._internal.exporter import _flags
+
+    with _exporting_flag(_flags):
+        yield
+
+
 def _calling_frame(_: Any) -> tuple[str, int]:
     """The file and line of the caller: the behavioural probe's generated code."""
     import sys
@@ -229,6 +268,7 @@ _STATIC_PROBES: dict[str, Callable[[], None]] = {
     "dynamic-axis-names": _probe_dynamic_axis_names,
     "shape-guards": _probe_shape_guards,
     "user-frames": _probe_user_frames,
+    "export-flag": _probe_export_flag,
 }
 
 
@@ -293,13 +333,15 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict[str, Any],
     """torch.onnx.export's capture: its strategies in its order (non-strict torch.export,
     then strict), each with the settings torch.onnx gives it, until one succeeds."""
     if not available("capture-strategies"):
-        return _public_capture(model, args, kwargs, dynamic_shapes)
+        with onnx_exporting():
+            return _public_capture(model, args, kwargs, dynamic_shapes)
     from torch.onnx._internal.exporter import _capture_strategies
 
     attempts: list[CaptureAttempt] = []
     for strategy_class in _capture_strategies.CAPTURE_STRATEGIES:
-        result = strategy_class(verbose=False)(model, args, kwargs,
-                                               dynamic_shapes=dynamic_shapes)
+        with onnx_exporting():
+            result = strategy_class(verbose=False)(model, args, kwargs,
+                                                   dynamic_shapes=dynamic_shapes)
         name = _STRATEGY_NAMES.get(strategy_class.__name__, strategy_class.__name__)
         if result.exported_program is not None:
             attempts.append(CaptureAttempt(name, result.exported_program, None))

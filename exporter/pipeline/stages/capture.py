@@ -116,7 +116,7 @@ def _draft_export(ctx: CheckContext, dynamic_shapes: Any
     loaded = ctx.need_loaded()
     args, kwargs = fresh_copy(loaded.args, loaded.kwargs)
     try:
-        with after_verdict.spending(ctx.after_verdict_deadline):
+        with after_verdict.spending(ctx.after_verdict_deadline), torch_compat.onnx_exporting():
             program = torch.export.draft_export(
                 loaded.model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False
             )

@@ -141,6 +141,28 @@ def test_without_the_capability_the_traces_are_torchs(tmp_path, monkeypatch):
     assert torch_compat.generated_code_node(graph, 1) is None
 
 
+class _ExportPath(torch.nn.Module):
+    def forward(self, x):
+        return x + 1 if torch.onnx.is_in_onnx_export() else x - 1
+
+
+def test_capture_traces_the_path_the_model_takes_under_torch_onnx_export():
+    """torch.onnx.export sets the flag `is_in_onnx_export()` reads while it exports; the
+    model's eager runs see it unset."""
+    (attempt,) = torch_compat.capture(_ExportPath(), (torch.zeros(2),), {}, None)
+    assert attempt.program is not None
+    assert torch.equal(attempt.program.module()(torch.zeros(2)), torch.ones(2))
+    assert not torch.onnx.is_in_onnx_export()
+    program = torch.onnx.export(_ExportPath(), (torch.zeros(2),), dynamo=True, verbose=False)
+    assert [node.op_type for node in program.model.graph] == ["Add"]
+
+
+def test_without_the_capability_the_eager_path_is_captured(monkeypatch):
+    monkeypatch.setenv(torch_compat.ENVIRONMENT_VARIABLE, "export-flag")
+    with torch_compat.onnx_exporting():
+        assert not torch.onnx.is_in_onnx_export()
+
+
 def _caller_line(_: object) -> tuple[str, int]:
     caller = sys._getframe(1)
     return caller.f_code.co_filename, caller.f_lineno
