@@ -428,6 +428,8 @@ def _load(path: Path, root: Path, target: Any) -> Built:
             for key in ("input_names", "output_names"):
                 if key not in options:
                     options[key] = getattr(model, key)()
+        if args is None and kwargs is not None:
+            args = ()  # inputs by keyword only: torch.onnx.export(model, (), kwargs=...)
         if args is None:
             raise ValueError("the target has no example inputs")
         if not isinstance(args, tuple):

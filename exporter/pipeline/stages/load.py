@@ -273,9 +273,12 @@ def _call_factory(ctx: CheckContext, factory: Any,
     if args is None and ctx.target.exportable_module and isinstance(model, torch.nn.Module):
         args, kwargs_from_model = model.example_arguments()
         kwargs = kwargs if kwargs is not None else kwargs_from_model
+    if args is None and kwargs is not None:
+        args = ()  # a model whose inputs are all keywords: torch.onnx.export(m, (), kwargs=...)
     if args is None:
         ctx.report("ONNX001", f"`{ctx.target.name}` has no example inputs: add "
-                   "`args=(...)` to the pragma (or return (module, args) from the function).",
+                   "`args=(...)` or `kwargs={...}` to the pragma (or return (module, args) "
+                   "from the function).",
                    Location(ctx.target.path, ctx.target.pragma or ctx.target.definition))
         raise StageFailed
     if not isinstance(args, tuple):

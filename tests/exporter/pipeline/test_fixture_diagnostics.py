@@ -78,6 +78,11 @@ EXPECTED = {
     "import_error/model.py": [("ONNX002", "model.py", 2, 1, 2, 34, "error")],
     "invalid_model/model.py": [("ONNX302", "model.py", 13, 16, 13, 37, "error")],
     "io_structure/model.py": [("ONNX104", "model.py", 12, 16, 12, 33, "error")],
+    # inputs by keyword only (`kwargs=` without `args=`): each was ONNX001 "no example inputs"
+    "keyword_inputs/model.py": [("ONNX101", "model.py", 50, 12, 50, 38, "error"),
+                                ("ONNX102", "model.py", 68, 16, 68, 35, "error"),
+                                ("ONNX106", "model.py", 50, 12, 50, 38, "warning"),
+                                ("ONNX106", "model.py", 68, 16, 68, 35, "warning")],
     # lazy modules: each was ONNX999 (their parameters counted before the forward made them)
     "lazy_modules/model.py": [("ONNX101", "model.py", 42, 12, 42, 40, "error"),
                               ("ONNX106", "model.py", 42, 12, 42, 40, "warning")],
