@@ -91,6 +91,9 @@ class Interception:
         self.scratch = ScratchFiles()
         self.reached: InterceptedCall | None = None
         self.export_errors: list[BaseException] = []
+        # the target's own call, when torch.onnx.export's signature refused its arguments:
+        # the error and the line of the call
+        self.refused_target: tuple[TypeError, int] | None = None
         self._codes: frozenset[CodeType] = frozenset()
         self._running = False
 
@@ -142,6 +145,8 @@ class Interception:
             bound = _EXPORT_SIGNATURE.bind(*args, **kwargs)
         except TypeError as error:  # as torch.onnx.export's own signature raises it
             self.export_errors.append(error)
+            if frame is not None and self._is_target(frame):
+                self.refused_target = (error, frame.f_lineno)
             raise
         if self._running and self.reached is not None:
             raise _Reached  # the target's call was made: what follows does not run

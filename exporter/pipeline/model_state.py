@@ -16,6 +16,7 @@ size, as the export would, and it keeps what that forward made.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -119,9 +120,10 @@ class _ModuleState:
 @dataclass
 class _TensorStates:
     """The values of the model's tensors, for those a run changes in place (``_version``
-    counts a tensor's in-place changes)."""
+    counts a tensor's in-place changes; an inference tensor, made under
+    ``torch.inference_mode``, counts none: its values are compared)."""
 
-    saved: list[tuple[torch.Tensor, int, torch.Tensor]]
+    saved: list[tuple[torch.Tensor, int | None, torch.Tensor]]
 
     @classmethod
     def of(cls, model: nn.Module, modules: list[_ModuleState]) -> _TensorStates:
@@ -135,15 +137,37 @@ class _TensorStates:
                 continue  # no values to change (weights="none"), or a lazy size to come
             found.setdefault(id(tensor), tensor)
         with torch.no_grad():
-            return cls([(tensor, tensor._version, tensor.detach().clone())
+            return cls([(tensor, _version(tensor), tensor.detach().clone())
                         for tensor in found.values()])
 
     def restore(self) -> None:
         with torch.no_grad():
             for tensor, version, values in self.saved:
-                if tensor._version == version:
+                if not _changed(tensor, version, values):
                     continue
-                if tensor.shape == values.shape and tensor.dtype == values.dtype:
-                    tensor.copy_(values)
-                else:
-                    tensor.data = values
+                try:
+                    _put_back(tensor, values)
+                except RuntimeError:  # a tensor that cannot be written (a view of itself)
+                    logging.getLogger(__name__).debug("a tensor's values were not put back",
+                                                      exc_info=True)
+
+
+def _changed(tensor: torch.Tensor, version: int | None, values: torch.Tensor) -> bool:
+    if version is None:  # an inference tensor: its values tell
+        return tensor.shape != values.shape or tensor.dtype != values.dtype \
+            or not torch.equal(tensor, values)
+    return tensor._version != version
+
+
+def _put_back(tensor: torch.Tensor, values: torch.Tensor) -> None:
+    if tensor.shape == values.shape and tensor.dtype == values.dtype:
+        # an inference tensor changes only in inference mode (which inference_mode(False)
+        # would not keep grad-free: it enables grad)
+        with torch.inference_mode() if tensor.is_inference() else contextlib.nullcontext():
+            tensor.copy_(values)
+    else:
+        tensor.data = values
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    return None if tensor.is_inference() else tensor._version

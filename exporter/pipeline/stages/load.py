@@ -297,6 +297,13 @@ def _from_export_call(ctx: CheckContext, function: Any,
     except (Exception, SystemExit) as error:
         if not interception.raised_by_export(error):
             raise
+        if interception.refused_target is not None:  # the target's call itself
+            refused, refused_line = interception.refused_target
+            ctx.report("ONNX003", f"The torch.onnx.export call at line {refused_line} does "
+                       f"not take its arguments ({_first_sentence(refused).rstrip('.')}): "
+                       f"`{ctx.target.symbol}()` stops there, as it does when run.",
+                       ctx.map_frames(exception_frames(error)))
+            raise StageFailed from error
         # an earlier call, exported as the plain exporter does, failed: so does the script
         ctx.report("ONNX003", f"An earlier torch.onnx.export call raised "
                    f"{_first_sentence(error)} `{ctx.target.symbol}()` stops there, as it does "

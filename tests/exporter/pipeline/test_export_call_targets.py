@@ -210,6 +210,23 @@ def test_an_earlier_call_that_raises_stops_the_function_there(issue_38):
     assert [f[0] for f in findings(report, "earlier_raises@65")] == ["ONNX101"]
 
 
+def test_a_call_whose_arguments_torch_refuses_is_said_to_be_that_call(issue_38):
+    """The target's own call raises TypeError (an argument torch.onnx.export does not take):
+    said as that call's failure, not as an earlier call's; the next call is never reached."""
+    report = issue_38[0]
+    messages = {d["target"]: d["message"] for d in report["diagnostics"]
+                if d["target"].startswith("arguments_refused@")}
+    assert findings(report, "arguments_refused@88") == [
+        ("ONNX003", "error", "earlier_programs.py", 88, 5, 88, 87)]
+    assert messages["arguments_refused@88"] == (
+        "The torch.onnx.export call at line 88 does not take its arguments (TypeError: got an "
+        "unexpected keyword argument 'fallback'): `arguments_refused()` stops there, as it "
+        "does when run.")
+    assert messages["arguments_refused@89"].startswith(
+        "An earlier torch.onnx.export call raised TypeError: got an unexpected keyword "
+        "argument 'fallback'")
+
+
 @pytest.mark.parametrize("target", [
     "load_it@39",  # onnx.load of the exported file (a stale one sits in the workspace)
     "run_it@49",  # an ONNX Runtime session of it, run and compared
@@ -267,7 +284,7 @@ def test_a_check_writes_nothing_into_the_workspace(issue_38):
     another file's import), the earlier calls of every function: no file appears, and the
     stale files with the names the scripts write are left as they were."""
     report, before, after, _ = issue_38
-    assert len(report["targets"]) == 33  # every target was checked
+    assert len(report["targets"]) == 35  # every target was checked
     assert after == before
 
 

@@ -104,3 +104,23 @@ def test_a_model_without_values_is_run_as_it_is() -> None:
     with state_kept(model):
         out = model(torch.randn(4, 3, device="meta"))
     assert out.shape == (4, 2) and model.weight.is_meta
+
+
+def test_a_model_made_under_inference_mode_is_run_and_put_back() -> None:
+    """Inference tensors count no versions, and an expanded buffer cannot be written: both
+    failed the eager forward (ONNX004) of models built under ``torch.inference_mode``."""
+    with torch.inference_mode():
+        model = nn.Linear(3, 3)
+        model.register_buffer("spread", torch.ones(1).expand(3))
+        model.register_buffer("seen", torch.zeros(3))
+    original = model.weight.clone()
+
+    def counting(module: nn.Module, inputs: tuple[torch.Tensor]) -> None:
+        module.seen.add_(1)
+
+    model.register_forward_pre_hook(counting)
+    with torch.inference_mode(), state_kept(model):
+        model(torch.randn(2, 3))
+        assert torch.equal(model.seen, torch.ones(3))
+    assert torch.equal(model.seen, torch.zeros(3)) and torch.equal(model.weight, original)
+    assert torch.equal(model.spread, torch.ones(3))

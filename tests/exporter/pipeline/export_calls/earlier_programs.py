@@ -82,7 +82,15 @@ def branch_not_taken():
         torch.onnx.export(Doubling(), EXAMPLE, "never.onnx")
 
 
+# onnx-export:
+def arguments_refused():
+    # `fallback` is gone from torch.onnx.export: the call itself raises TypeError
+    torch.onnx.export(Doubling(), EXAMPLE, "refused.onnx", dynamo=True, fallback=True)
+    torch.onnx.export(Doubling(), EXAMPLE, "after_refused.onnx")
+
+
 if __name__ == "__main__":
     for function in (optimize_then_save, through_a_helper, from_another_file, in_a_thread,
-                     earlier_raises_and_is_caught, branch_not_taken, earlier_raises):
+                     earlier_raises_and_is_caught, branch_not_taken, earlier_raises,
+                     arguments_refused):
         function()
