@@ -28,6 +28,9 @@ _OP_PATTERNS = [
     re.compile(r"op_type:\s*(\w+)"),
     re.compile(r"OpType:\s*(\w+)"),
     re.compile(r"running (\w+) node"),
+    # an operator no kernel or function is registered for ("my_domain:Gelu2(-1) is not a
+    # registered function/op", at session creation)
+    re.compile(r"(\w+)\(-?\d+\) is not a registered function/op"),
 ]
 _INLINED = re.compile(r"^_inlfunc_(.+?)_n\d+$")
 

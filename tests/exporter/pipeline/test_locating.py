@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from exporter.pipeline.locating import guards_a_dimension, holds_at_every_size
+from exporter.pipeline.onnx_nodes import names_in_message
 
 SOURCES = {"s77": "L['x'].size()[0]"}
 
@@ -50,3 +51,16 @@ def test_a_long_toolchain_error_is_never_cut_mid_sentence():
     one_sentence = "x" * 400 + " ends here."
     assert _short(one_sentence) == one_sentence
     assert _short("short, no stop") == "short, no stop"
+
+
+@pytest.mark.parametrize(("message", "op_type"), [
+    ("[ONNXRuntimeError] : 1 : FAIL : Fatal error: my_domain:Gelu2(-1) is not a registered "
+     "function/op", "Gelu2"),
+    ("Fatal error: com.example:Fused_Attention(1) is not a registered function/op",
+     "Fused_Attention"),
+    ("Fatal error: :Softsign(-1) is not a registered function/op", "Softsign"),
+])
+def test_an_operator_without_a_kernel_is_found_by_its_type(message, op_type):
+    """ONNX Runtime names the operator it has no kernel for: the nodes of that type are where
+    the session failed (ONNX401 at the line that made them)."""
+    assert names_in_message(message) == (None, op_type)
