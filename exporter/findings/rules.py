@@ -211,6 +211,14 @@ _RULES = [
          "ONNX Runtime produced NaN or infinity where PyTorch did not.",
          "An output holds non-finite values only in the ONNX Runtime result.",
          "Check for overflow in lower precision and for ops with different edge cases."),
+    Rule("ONNX504", "random-output", "numerics", Severity.INFO,
+         "An output depends on random numbers the model draws; only its shape is compared.",
+         "The model draws random numbers in its forward (an operator torch tags "
+         "`nondeterministic_seeded`: `randn`, `rand_like`, `bernoulli`, dropout in training "
+         "mode, ...). The ONNX model draws its own, so the outputs that depend on them cannot "
+         "equal PyTorch's; onnxlens compares their shapes, not their values.",
+         "Nothing to fix if the randomness is intended. To have the values checked, make the "
+         "random part an input of the model, or put it behind `self.training`."),
     Rule("ONNX601", "torchscript-exporter", "call", _W,
          "An export call runs the deprecated TorchScript exporter (`dynamo=False`).",
          "`torch.onnx.export(..., dynamo=False)` runs the TorchScript-based exporter, which "

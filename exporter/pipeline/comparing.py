@@ -1,6 +1,7 @@
 """Comparing ONNX Runtime with eager PyTorch, shared by the numerics and dynamic stages and
 the run report: tolerances by dtype (or the user's), each output's differences, and on a
-mismatch the first intermediate value that diverges, reported at its source line."""
+mismatch the first intermediate value that diverges, reported at its source line. An output
+drawn from random numbers is compared by shape only (``exporter.pipeline.random_draws``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from exporter.pipeline.context import CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
 from exporter.pipeline.intermediates import intermediates
 from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, metadata
+from exporter.pipeline.random_draws import onnx_random_values, random_outputs, random_sources
 
 # (atol, rtol) by dtype; integers and booleans must match exactly.
 _TOLERANCES = {
@@ -56,12 +58,16 @@ def compare_outputs(
     matched = True
     worst: FindingData | None = None
     graph = ctx.need_translated().model_proto.graph
+    random = random_outputs_of(ctx)
+    drawn_in_pytorch = _drawn_in_pytorch(ctx)
     for index, (expected, actual) in enumerate(zip(expected_all, ort_outputs)):
         name = graph.output[index].name
         if expected.shape != actual.shape:
             report_at_output(ctx, rule, index, f"Output `{name}` has shape {list(actual.shape)} in "
                            f"ONNX Runtime but {list(expected.shape)} in PyTorch{situation}.")
             matched = False
+            continue
+        if index in random:
             continue
         if rule == "ONNX501" and _non_finite_only_in_ort(expected, actual):
             report_at_output(ctx, "ONNX503", index, f"Output `{name}` holds NaN or infinity in "
@@ -78,7 +84,8 @@ def compare_outputs(
         report_at_output(ctx, rule, index,
                        f"Output `{name}` differs from PyTorch{situation}: max abs error "
                        f"{max_abs:.3g}, max rel error {max_rel:.3g} "
-                       f"(atol {atol:g}, rtol {rtol:g}).",
+                       f"(atol {atol:g}, rtol {rtol:g})."
+                       + _draws_only_in_pytorch(drawn_in_pytorch.get(index)),
                        data=worst)
         matched = False
     if not matched and worst:
@@ -91,6 +98,66 @@ def compare_outputs(
     return matched
 
 
+def random_outputs_of(ctx: CheckContext) -> dict[int, torch.fx.Node]:
+    """The outputs drawn from random numbers in PyTorch and in the ONNX model alike, with the
+    node of the exported graph that draws them (none when the program is unknown)."""
+    translated = ctx.need_translated()
+    program = translated.onnx_program.exported_program
+    if program is None:
+        return {}
+    drawn = random_outputs(program)
+    if not drawn:
+        return {}
+    graph = translated.model_proto.graph
+    onnx_drawn = onnx_random_values(translated.model_proto)
+    return {index: source for index, source in drawn.items()
+            if index < len(graph.output) and graph.output[index].name in onnx_drawn}
+
+
+def _drawn_in_pytorch(ctx: CheckContext) -> dict[int, torch.fx.Node]:
+    program = ctx.need_translated().onnx_program.exported_program
+    return random_outputs(program) if program is not None else {}
+
+
+def _draws_only_in_pytorch(source: torch.fx.Node | None) -> str:
+    """What a mismatch message adds when PyTorch draws random numbers for the output and the
+    ONNX model (its output not spared) draws none."""
+    if source is None:
+        return ""
+    return (f" PyTorch draws random numbers for it (`{source.target}`); the ONNX model draws "
+            "none.")
+
+
+def spared_nodes(ctx: CheckContext) -> set[torch.fx.Node]:
+    """The nodes of the exported graph whose values come from the random numbers of an
+    output compared by shape only: the search for the first diverging value passes them."""
+    program = ctx.need_translated().onnx_program.exported_program
+    spared = set(random_outputs_of(ctx).values())
+    if program is None or not spared:
+        return set()
+    return {node for node, source in random_sources(program).items() if source in spared}
+
+
+def report_random_outputs(ctx: CheckContext) -> None:
+    """One note (ONNX504) at each node whose random numbers reach an output: those outputs'
+    values were not compared."""
+    graph = ctx.need_translated().model_proto.graph
+    by_source: dict[torch.fx.Node, list[str]] = {}
+    for index, source in random_outputs_of(ctx).items():
+        if index < len(graph.output):
+            by_source.setdefault(source, []).append(f"`{graph.output[index].name}`")
+    for source, names in by_source.items():
+        op = str(source.target)
+        outputs = ("Output " if len(names) == 1 else "Outputs ") + ", ".join(names)
+        ctx.report("ONNX504",
+                   f"{outputs} {'depends' if len(names) == 1 else 'depend'} on the random numbers "
+                   f"`{op}` draws here; ONNX Runtime draws its own, so only "
+                   f"{'its shape was' if len(names) == 1 else 'their shapes were'} compared "
+                   "with PyTorch's.",
+                   ctx.map_stack_trace(source.meta.get("stack_trace"), hint=op),
+                   data=FindingData(fx_node=source.name, operator=op))
+
+
 def _non_finite_only_in_ort(expected: np.ndarray, actual: np.ndarray) -> bool:
     if expected.dtype.kind != "f":
         return False
@@ -99,12 +166,28 @@ def _non_finite_only_in_ort(expected: np.ndarray, actual: np.ndarray) -> bool:
 
 def report_at_output(ctx: CheckContext, rule: str, index: int, message: str,
                      data: FindingData | None = None) -> None:
-    """Report ``message`` at the source line of the node that computes output ``index``."""
-    graph = ctx.need_translated().model_proto.graph
-    output_name = graph.output[index].name
-    producer = next((n for n in graph.node if output_name in n.output), None)
-    where = ctx.map_stack_trace(metadata(producer).get(STACK_TRACE_KEY)) if producer else None
+    """Report ``message`` at the source line of the node that computes output ``index``, at
+    the call of that line that made it (the exported graph's operator for the output)."""
+    translated = ctx.need_translated()
+    output_name = translated.model_proto.graph.output[index].name
+    producer = next((n for n in translated.model_proto.graph.node if output_name in n.output),
+                    None)
+    if producer is None:
+        ctx.report(rule, message, None, data=data)
+        return
+    where = ctx.map_stack_trace(metadata(producer).get(STACK_TRACE_KEY),
+                                hint=_operator_of(translated.onnx_program.exported_program,
+                                                  output_name) or producer.op_type)
     ctx.report(rule, message, where, data=data)
+
+
+def _operator_of(program: torch.export.ExportedProgram | None, name: str) -> str | None:
+    """The operator of the exported graph's node ``name`` (an ONNX output keeps the name of
+    the node that computes it)."""
+    if program is None:
+        return None
+    node = next((n for n in program.graph.nodes if n.name == name), None)
+    return str(node.target) if node is not None and node.op == "call_function" else None
 
 
 def first_divergence(ctx: CheckContext, args: tuple, kwargs: dict[str, Any], *, situation: str,
@@ -114,11 +197,13 @@ def first_divergence(ctx: CheckContext, args: tuple, kwargs: dict[str, Any], *, 
     if translated.onnx_program.exported_program is None:
         return
     try:
-        pairs = intermediates(translated.onnx_program.exported_program, translated.model_proto,
-                              translated.weights, *fresh_copy(args, kwargs))
+        program = translated.onnx_program.exported_program
+        skipped = spared_nodes(ctx)
+        pairs = intermediates(program, translated.model_proto, translated.weights,
+                              *fresh_copy(args, kwargs))
         for pair in pairs:
             expected, actual = pair.expected, pair.actual
-            if expected.shape != actual.shape:
+            if expected.shape != actual.shape or pair.node in skipped:
                 continue
             atol, rtol = tolerances(ctx, expected.dtype) if expected.dtype.kind == "f" \
                 else (0.0, 0.0)

@@ -19,8 +19,9 @@ class TensorSummary:
 
 @dataclass(frozen=True)
 class OutputComparison:
-    """One output against PyTorch's: its differences and tolerances, or why they could not
-    be compared (``reason``: the shapes differ)."""
+    """One output against PyTorch's: its differences and tolerances, or why its values could
+    not be compared (``reason``: the shapes differ, not matched; or it is drawn from random
+    numbers and only its shape was compared, matched)."""
 
     output: str
     matched: bool
@@ -72,7 +73,8 @@ def format_run_report(report: RunReport) -> str:
               "|---|---|---|---|"]
     for entry in report.comparison:
         if entry.reason is not None:
-            lines.append(f"| {entry.output} | no | {entry.reason} | |")
+            lines.append(f"| {entry.output} | {'yes' if entry.matched else 'no'} | "
+                         f"{entry.reason} | |")
         else:
             lines.append(f"| {entry.output} | {'yes' if entry.matched else 'no'} | "
                          f"{entry.max_abs:.3g} | {entry.max_rel:.3g} |")

@@ -9,7 +9,9 @@ every option is evaluated here, in the module's namespace, and the export runs e
 user would write it: import the file, build the model and its inputs, ``model.eval()``, export
 with only the options the annotation gives, create a CPU ``InferenceSession`` from the model
 proto, run it on fresh copies of the example inputs and compare with eager PyTorch (run on its
-own fresh copies, with a copy of the model taken before the export). When the annotation
+own fresh copies, with a copy of the model taken before the export; an output that depends on
+random numbers drawn in both, PyTorch's program and the ONNX model, by shape only: ONNX
+Runtime draws its own). When the annotation
 declares dynamic dimensions, eager PyTorch and ONNX Runtime run again at the lower bound of
 every declared range (never below 2: torch.export treats sizes 0 and 1 apart) and at a larger
 size, the example inputs tiled (or cut) along every declared axis so that their values stay
@@ -241,6 +243,9 @@ class Built:
     kwargs: dict[str, Any]
     kwargs_given: bool
     options: dict[str, Any]
+    #: the outputs drawn from random numbers, in PyTorch and in the ONNX model (set once
+    #: exported): ONNX Runtime draws its own, so they are compared by shape only
+    random_outputs: frozenset[int] = frozenset()
 
 
 _KEPT = "__corpus_target__"
@@ -478,7 +483,9 @@ def _tolerance(dtype: str, options: dict[str, Any]) -> tuple[float, float]:
     return float(options.get("atol", atol)), float(options.get("rtol", rtol))
 
 
-def _compare(eager: Any, ort_outputs: list[Any], options: dict[str, Any], run: SizeRun) -> None:
+def _compare(eager: Any, ort_outputs: list[Any], built: Built, run: SizeRun) -> None:
+    """Each output against PyTorch's into ``run``; an output drawn from random numbers by
+    shape only (ONNX Runtime draws its own)."""
     import numpy as np
     import torch
 
@@ -492,7 +499,7 @@ def _compare(eager: Any, ort_outputs: list[Any], options: dict[str, Any], run: S
             else np.asarray(want).dtype.name
         want_array = _to_numpy(want).astype(np.float64)
         got_array = np.asarray(got).astype(np.float64)
-        atol, rtol = _tolerance(dtype, options)
+        atol, rtol = _tolerance(dtype, built.options)
         check = OutputCheck(index, dtype, list(want_array.shape), list(got_array.shape),
                             atol, rtol)
         run.outputs.append(check)
@@ -500,6 +507,8 @@ def _compare(eager: Any, ort_outputs: list[Any], options: dict[str, Any], run: S
             check.matched = False
             run.problem = run.problem or (f"output {index} has shape {list(got_array.shape)} "
                                           f"in ONNX Runtime, {list(want_array.shape)} in PyTorch")
+            continue
+        if index in built.random_outputs:
             continue
         finite = np.isfinite(want_array) & np.isfinite(got_array)
         check.non_finite_only_in_ort = bool((np.isfinite(want_array)
@@ -516,6 +525,78 @@ def _compare(eager: Any, ort_outputs: list[Any], options: dict[str, Any], run: S
                            f"max rel {check.max_rel:.3g} (atol {atol:g}, rtol {rtol:g})"
                            + ("; non-finite only in ONNX Runtime"
                               if check.non_finite_only_in_ort else ""))
+
+
+def _random_outputs(program: Any) -> frozenset[int]:
+    """The program's tensor outputs whose value depends on a node that draws random numbers:
+    an operator torch tags ``nondeterministic_seeded``, unless its ``train``/``training``
+    argument is false or its dropout probability is 0."""
+    import torch
+
+    def draws(node: Any) -> bool:
+        op = node.target
+        if node.op != "call_function" or not isinstance(op, torch._ops.OpOverload) \
+                or torch.Tag.nondeterministic_seeded not in op.tags:
+            return False
+        values = {}
+        for position, argument in enumerate(op._schema.arguments):
+            if position < len(node.args) and not argument.kwarg_only:
+                values[argument.name] = node.args[position]
+            elif argument.name in node.kwargs:
+                values[argument.name] = node.kwargs[argument.name]
+            elif argument.has_default_value():
+                values[argument.name] = argument.default_value
+        if values.get("train", True) is False or values.get("training", True) is False:
+            return False
+        probabilities = [values.get("dropout_p"), values.get("dropout")]
+        if op._schema.name.endswith("dropout"):
+            probabilities.append(values.get("p"))
+        return not any(type(p) in (int, float) and p == 0 for p in probabilities)
+
+    random: set[Any] = set()
+    for node in program.graph.nodes:
+        if draws(node) or any(parent in random for parent in node.all_input_nodes):
+            random.add(node)
+    outputs = [spec.arg.name for spec in program.graph_signature.output_specs
+               if spec.kind.name == "USER_OUTPUT" and type(spec.arg).__name__ == "TensorArgument"]
+    random_names = {node.name for node in random}
+    return frozenset(index for index, name in enumerate(outputs) if name in random_names)
+
+
+def _onnx_random_outputs(proto: Any) -> frozenset[int]:
+    """The ONNX model's outputs that depend on an operator drawing random numbers (``Dropout``
+    unless its ``training_mode`` is a constant false), in a subgraph or local function too."""
+    import onnx
+
+    drawing = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+               "Multinomial", "Bernoulli"}
+    functions = {(f.domain, f.name): f for f in proto.functions}
+    false = {tensor.name for tensor in proto.graph.initializer
+             if tensor.data_type == onnx.TensorProto.BOOL and tensor.data_location == 0
+             and onnx.numpy_helper.to_array(tensor).size == 1
+             and not onnx.numpy_helper.to_array(tensor).any()}
+    false |= {node.output[0] for node in proto.graph.node if node.op_type == "Constant"
+              for a in node.attribute if a.name == "value" and a.t.data_type == 9
+              and onnx.numpy_helper.to_array(a.t).size == 1
+              and not onnx.numpy_helper.to_array(a.t).any()}
+
+    def draws(node: Any, seen: frozenset[Any]) -> bool:
+        if node.op_type in drawing or (node.op_type == "Dropout" and len(node.input) > 2
+                                       and node.input[2] and node.input[2] not in false):
+            return True
+        key = (node.domain, node.op_type)
+        inner = list(functions[key].node) if key in functions and key not in seen else []
+        for attribute in node.attribute:
+            for graph in ([attribute.g] if attribute.HasField("g") else attribute.graphs):
+                inner += list(graph.node)
+        return any(draws(n, seen | {key}) for n in inner)
+
+    random: set[str] = set()
+    for node in proto.graph.node:
+        if draws(node, frozenset()) or any(name in random for name in node.input):
+            random.update(node.output)
+    return frozenset(index for index, output in enumerate(proto.graph.output)
+                     if output.name in random)
 
 
 def _feeds(session: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -722,6 +803,9 @@ def _judge(built: Built, result: TruthResult) -> None:
     finally:
         result.export_seconds = time.perf_counter() - started
     result.exported = True
+    if program.exported_program is not None:
+        built.random_outputs = (_random_outputs(program.exported_program)
+                                & _onnx_random_outputs(proto))
     if reference is None:
         with _phase("eager"), torch.no_grad():
             reference = built.model
@@ -741,7 +825,7 @@ def _judge(built: Built, result: TruthResult) -> None:
         outputs = session.run(None, _feeds(session, _fresh(built.args), _fresh(built.kwargs)))
         result.ort_seconds = time.perf_counter() - started
     result.example = SizeRun({})
-    _compare(eager, outputs, built.options, result.example)
+    _compare(eager, outputs, built, result.example)
     if result.example.problem:
         raise PhaseFailed("mismatch", message=result.example.problem)
     _other_size(built, reference, session, result)
@@ -828,7 +912,7 @@ def _on_openvino(built: Built, saved: str | None, proto: Any, eager: Any, sessio
     run = SizeRun({}, why="openvino-cpu")
     result.runtimes["openvino-cpu"] = run
     _compare(eager, [np.asarray(answers[output]) for output in compiled.outputs],
-             built.options, run)
+             built, run)
     if run.problem:
         differing = next(check.index for check in run.outputs if not check.matched)
         name = proto.graph.output[differing].name
@@ -895,7 +979,7 @@ def _on_ort_web(built: Built, saved: str | None, proto: Any, eager: Any, session
         outputs.append(array.reshape(output["dims"]))
     run = SizeRun({}, why="ort-web")
     result.runtimes["ort-web"] = run
-    _compare(eager, outputs, built.options, run)
+    _compare(eager, outputs, built, run)
     if run.problem:
         differing = next(check.index for check in run.outputs if not check.matched)
         name = proto.graph.output[differing].name
@@ -947,6 +1031,8 @@ def _at_precisions(built: Built, saved: str | None, proto: Any, eager: Any,
                                            providers=["CPUExecutionProvider"])
             outputs = variant.run(None, feeds)
         for index, (want, got) in enumerate(zip(expected, outputs)):
+            if index in built.random_outputs:
+                continue
             want64, got64 = want.astype(np.float64), np.asarray(got).astype(np.float64)
             if want.dtype.kind != "f":  # integers and booleans must match exactly
                 want64 = np.where(want64 == got64, 0.0, np.inf)
@@ -1047,7 +1133,7 @@ def _run_both(built: Built, reference: Any, session: Any, args: tuple, kwargs: d
         return f"{type(error).__name__}: {first}"
     with _phase("dynamic"):
         outputs = session.run(None, _feeds(session, _fresh(args), _fresh(kwargs)))
-    _compare(eager, outputs, built.options, run)
+    _compare(eager, outputs, built, run)
     return ""
 
 

@@ -252,6 +252,19 @@ def test_run_a_saved_model_and_json(in_fixtures, tmp_path, capsys):
     assert [i["shape"] for i in report["inputs"]] == [[3, 4], [4]]
 
 
+def test_run_compares_an_output_drawn_from_random_numbers_by_shape(in_fixtures, capsys):
+    """ONNX Runtime draws its own random numbers: the output matches PyTorch's by shape, and
+    the report says its values were not compared; the outputs beside it are compared."""
+    assert main(["run", "random_draws/model.py::DropoutAndGate", "--format", "json",
+                 "--repeat", "1"]) == 1  # the gate's custom translation is wrong
+    report = json.loads(capsys.readouterr().out)
+    dropped, gate = report["comparison"]
+    assert dropped == {"output": "getitem", "matched": True,
+                       "reason": "drawn from random numbers (ONNX Runtime draws its own): "
+                                 "only the shape is compared"}
+    assert gate["output"] == "sigmoid" and gate["matched"] is False and gate["max_abs"] > 0.1
+
+
 def test_what_the_model_prints_stays_out_of_the_json_report(tmp_path):
     """Issue 24: ``run`` and ``save`` run the user's code in the CLI's process; what it
     writes to stdout (``print``, or fd 1 itself, as a subprocess or native code does) goes
