@@ -249,7 +249,7 @@ def _first_loss(ctx: CheckContext, model: _Model) -> _Loss | None:
         skipped = spared_nodes(ctx)
         for pair in intermediates(program, model.proto, model.weights,
                                   *fresh_copy(loaded.args, loaded.kwargs), with_outputs=True):
-            if pair.expected.shape != pair.actual.shape or pair.node in skipped:
+            if pair.expected.shape != pair.actual.shape or pair.node.name in skipped:
                 continue
             loss = precision_loss(pair.expected, pair.actual, model.precision)
             if loss is not None:
