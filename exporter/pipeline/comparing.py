@@ -16,7 +16,7 @@ from exporter.findings.result import NumericsRun
 from exporter.pipeline import ort_runner
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
-from exporter.pipeline.intermediates import intermediates
+from exporter.pipeline.intermediates import intermediates, output_nodes
 from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, metadata
 from exporter.pipeline.random_draws import onnx_random_values, random_outputs, random_sources
 
@@ -178,16 +178,14 @@ def report_at_output(ctx: CheckContext, rule: str, index: int, message: str,
         return
     where = ctx.map_stack_trace(metadata(producer).get(STACK_TRACE_KEY),
                                 hint=_operator_of(translated.onnx_program.exported_program,
-                                                  output_name) or producer.op_type)
+                                                  index) or producer.op_type)
     ctx.report(rule, message, where, data=data)
 
 
-def _operator_of(program: torch.export.ExportedProgram | None, name: str) -> str | None:
-    """The operator of the exported graph's node ``name`` (an ONNX output keeps the name of
-    the node that computes it)."""
-    if program is None:
-        return None
-    node = next((n for n in program.graph.nodes if n.name == name), None)
+def _operator_of(program: torch.export.ExportedProgram | None, index: int) -> str | None:
+    """The operator of the exported graph's node that computes output ``index``."""
+    nodes = output_nodes(program) if program is not None else []
+    node = nodes[index] if index < len(nodes) else None
     return str(node.target) if node is not None and node.op == "call_function" else None
 
 

@@ -30,6 +30,15 @@ class Intermediate:
     actual: np.ndarray
 
 
+def output_nodes(program: torch.export.ExportedProgram) -> list[torch.fx.Node | None]:
+    """The program's nodes that compute its tensor outputs, in the order of the ONNX model's
+    outputs (which may be renamed: ``output_names``); None for an output no node computes."""
+    nodes = {node.name: node for node in program.graph.nodes}
+    return [nodes.get(spec.arg.name) for spec in program.graph_signature.output_specs
+            if spec.kind == torch.export.graph_signature.OutputKind.USER_OUTPUT
+            and isinstance(spec.arg, torch.export.graph_signature.TensorArgument)]
+
+
 def intermediates(program: torch.export.ExportedProgram, proto: onnx.ModelProto,
                   weights: dict[str, np.ndarray], args: tuple, kwargs: dict[str, Any],
                   with_outputs: bool = False) -> Iterator[Intermediate]:

@@ -22,6 +22,8 @@ from typing import Any
 import onnx
 import torch
 
+from exporter.pipeline.intermediates import output_nodes
+
 #: arguments that, when false, make a tagged operator deterministic
 _TRAINING_ARGUMENTS = ("train", "training")
 #: arguments that, when 0, make a tagged operator deterministic
@@ -68,16 +70,8 @@ def random_outputs(program: torch.export.ExportedProgram) -> dict[int, torch.fx.
     sources = random_sources(program)
     if not sources:
         return {}
-    nodes = {node.name: node for node in program.graph.nodes}
-    user_outputs = [spec.arg.name for spec in program.graph_signature.output_specs
-                    if spec.kind == torch.export.graph_signature.OutputKind.USER_OUTPUT
-                    and isinstance(spec.arg, torch.export.graph_signature.TensorArgument)]
-    found: dict[int, torch.fx.Node] = {}
-    for index, name in enumerate(user_outputs):
-        node = nodes.get(name)
-        if node is not None and node in sources:
-            found[index] = sources[node]
-    return found
+    return {index: sources[node] for index, node in enumerate(output_nodes(program))
+            if node is not None and node in sources}
 
 
 def onnx_random_values(model: onnx.ModelProto) -> set[str]:

@@ -100,11 +100,14 @@ EXPECTED = {
                               ("ONNX504", "model.py", 68, 25, 68, 44, "info"),
                               ("ONNX501", "model.py", 69, 16, 69, 36, "error"),
                               ("ONNX502", "model.py", 69, 16, 69, 32, "error"),
-                              ("ONNX504", "model.py", 81, 16, 81, 69, "info"),  # bernoulli_
-                              ("ONNX504", "model.py", 106, 40, 106, 64, "info"),  # rand, argmax
+                              # outputs renamed (`output_names`), each marked at its own call
+                              ("ONNX504", "model.py", 77, 16, 77, 34, "info"),
+                              ("ONNX501", "model.py", 77, 40, 77, 56, "error"),
+                              ("ONNX504", "model.py", 88, 16, 88, 69, "info"),  # bernoulli_
+                              ("ONNX504", "model.py", 113, 40, 113, 64, "info"),  # rand, argmax
                               # attention's dropout: the ONNX model draws none
-                              ("ONNX501", "model.py", 128, 16, 129, 90, "error"),
-                              ("ONNX501", "model.py", 138, 16, 138, 43, "error")],  # frozen
+                              ("ONNX501", "model.py", 135, 16, 136, 90, "error"),
+                              ("ONNX501", "model.py", 145, 16, 145, 43, "error")],  # frozen
     "malformed_pragma/model.py": [
         ("ONNX001", "model.py", 4, 16, 4, 40, "error"),
         ("ONNX001", "model.py", 10, 43, 10, 72, "error"),
