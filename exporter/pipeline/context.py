@@ -52,6 +52,9 @@ class Loaded:
     # an export call's inputs that torch's conversion of `dynamic_axes` gave another input's
     # entry (the messages on dynamic dimensions say so); None when it moved nothing
     converted_axes: ConvertedAxes | None = None
+    # the program an export call exports when its model is a torch.export.ExportedProgram
+    # (``model`` is then its module): torch.onnx.export translates it without capturing
+    given_program: torch.export.ExportedProgram | None = None
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class Captured:
     export's graph (unsound where it guessed) when every strategy failed."""
 
     program: torch.export.ExportedProgram
-    strategy: str  # "non-strict", "strict" or "draft"
+    strategy: str  # "non-strict", "strict", "draft", or "given" (an ExportedProgram exported)
     # declared dynamic dimensions the graph is valid for over a narrower range (ONNX107)
     narrowed: tuple[Narrowed, ...] = ()
 

@@ -149,25 +149,55 @@ def valid_ranges(program: Any, args: tuple, kwargs: dict[str, Any]) -> dict[int,
     """flat tensor index -> {axis: ValidRange, or the int the axis was fixed to} of the
     captured graph, from its input placeholders and ``range_constraints``. Empty when the
     placeholders cannot be paired with the inputs."""
-    signature = program.graph_signature
-    user_inputs = set(signature.user_inputs)
-    placeholders = [node for node in program.graph.nodes
-                    if node.op == "placeholder" and node.name in user_inputs]
-    leaves = [leaf for leaf in torch_compat.tree_leaves((args, kwargs)) if leaf is not None]
-    if len(placeholders) != len(leaves):
-        return {}
     constraints = getattr(program, "range_constraints", {}) or {}
     found: dict[int, dict[int, Any]] = {}
-    tensor_index = 0
-    for leaf, node in zip(leaves, placeholders):
+    for index, (_, placeholder) in enumerate(_tensor_placeholders(program, args, kwargs)):
+        shape = getattr(placeholder.meta.get("val"), "shape", None)
+        if shape is not None:
+            found[index] = {axis: _axis_range(size, constraints)
+                            for axis, size in enumerate(shape)}
+    return found
+
+
+def _tensor_placeholders(program: Any, args: tuple, kwargs: dict[str, Any]
+                         ) -> list[tuple[torch.Tensor, torch.fx.Node]]:
+    """Each flat input tensor with the graph's placeholder for it (the program's user inputs
+    are the flattened inputs, a constant among them as a ``ConstantArgument``); empty when
+    they cannot be paired."""
+    specs = [spec for spec in program.graph_signature.input_specs
+             if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT]
+    leaves = torch_compat.tree_leaves((args, kwargs))
+    if len(specs) != len(leaves):
+        return []
+    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    pairs = []
+    for leaf, spec in zip(leaves, specs):
         if not isinstance(leaf, torch.Tensor):
             continue
-        value = node.meta.get("val")
-        shape = getattr(value, "shape", None)
-        if shape is not None:
-            found[tensor_index] = {axis: _axis_range(size, constraints)
-                                   for axis, size in enumerate(shape)}
-        tensor_index += 1
+        node = placeholders.get(getattr(spec.arg, "name", ""))
+        if node is None:
+            return []
+        pairs.append((leaf, node))
+    return pairs
+
+
+def declared_in_program(program: Any, args: tuple, kwargs: dict[str, Any]) -> DeclaredDims:
+    """The dynamic dimensions of an ExportedProgram an export call exports as it is (the user
+    declared them to ``torch.export.export``): each input axis its graph keeps as one symbol,
+    over the range of its ``range_constraints``, named after the first input axis of that
+    symbol (axes of one symbol are resized together)."""
+    names = [node.name for _, node in _tensor_placeholders(program, args, kwargs)]
+    by_symbol: dict[str, str] = {}
+    found: DeclaredDims = {}
+    for index, axes in valid_ranges(program, args, kwargs).items():
+        dims = {axis: DeclaredDim(
+                    by_symbol.setdefault(valid.symbol, f"{names[index]}.shape[{axis}]"),
+                    max(int(valid.low), SMALLEST_CHECKED_SIZE), valid.high, named=True,
+                    takes_one=valid.low <= 1 <= valid.high)
+                for axis, valid in axes.items()
+                if isinstance(valid, ValidRange) and valid.symbol}
+        if dims:
+            found[index] = dims
     return found
 
 

@@ -37,18 +37,29 @@ _CONTAINERS = (list, tuple, dict, set)
 @contextlib.contextmanager
 def state_kept(model: nn.Module) -> Iterator[None]:
     """Run the body (an eager run of ``model``), then put ``model``'s state back as it was."""
-    modules = [_ModuleState.of(module) for module in model.modules() if not _lazy(module)]
+    modules = [_ModuleState.of(module) for module in model.modules()
+               if not _lazy(module) and not _scripted(module)]
     tensors = _TensorStates.of(model, modules)
     try:
         yield
     finally:
         for state in modules:
-            state.restore()
+            try:
+                state.restore()
+            except Exception:  # a module whose registries cannot be written: left as it is
+                logging.getLogger(__name__).debug("a module's state was not put back",
+                                                  exc_info=True)
         tensors.restore()
 
 
 def _lazy(module: nn.Module) -> bool:
     return isinstance(module, LazyModuleMixin) and module.has_uninitialized_params()
+
+
+def _scripted(module: nn.Module) -> bool:
+    """A TorchScript module keeps its attributes and registries in TorchScript's own objects
+    (read-only wrappers): its tensors' values are put back, nothing else."""
+    return isinstance(module, torch.jit.ScriptModule)
 
 
 def _copied(value: Any, depth: int = 0) -> Any:

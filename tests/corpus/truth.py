@@ -26,7 +26,9 @@ failing there is the model's own bound, not the exporter's problem. Every declar
 declared range holds 1 (a string, ``Dim.AUTO``, ``Dim.DYNAMIC``, a ``Dim`` with ``min`` 0 or 1)
 runs at 1 too, the usual deployment batch, judged the same way. An export call's target is
 judged inside the call itself, in its caller's context (``_in_the_call``), then the function
-is unwound.
+is unwound; a call whose model is an ExportedProgram exports it as it is, eager PyTorch runs
+its ``module()``, and its declared dimensions are the axes its graph keeps as one symbol, over
+its ``range_constraints``.
 
 :func:`run_truth` runs that in a subprocess (the module's ``main``) with a timeout and caches
 the result under ``~/.cache/onnxlens/truth/``.
@@ -243,6 +245,8 @@ class Built:
     kwargs: dict[str, Any]
     kwargs_given: bool
     options: dict[str, Any]
+    #: the ExportedProgram the call exports (``model`` is then its module), else None
+    program: Any = None
     #: the outputs drawn from random numbers, in PyTorch and in the ONNX model (set once
     #: exported): ONNX Runtime draws its own, so they are compared by shape only
     random_outputs: frozenset[int] = frozenset()
@@ -377,12 +381,15 @@ def _export_call_built(call: dict[str, Any]) -> Built:
 
     with _phase("build"):
         model, args = call["model"], call["args"]
+        program = model if isinstance(model, torch.export.ExportedProgram) else None
+        if program is not None:  # exported as it is (its dynamic dimensions its own)
+            model = program.module()
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"the call exports a {type(model).__name__}")
         args, kwargs = _compat._get_torch_export_args(
             (args,) if isinstance(args, torch.Tensor) else tuple(args), call["kwargs"])
-        dynamic_shapes = call["dynamic_shapes"]
-        if dynamic_shapes is None and call["dynamic_axes"] is not None:
+        dynamic_shapes = call["dynamic_shapes"] if program is None else None
+        if program is None and dynamic_shapes is None and call["dynamic_axes"] is not None:
             dynamic_shapes, args, kwargs = _dynamic_shapes.from_dynamic_axes_to_dynamic_shapes(
                 model, args, kwargs, dynamic_axes=call["dynamic_axes"],
                 input_names=call["input_names"], output_names=set(call["output_names"] or ()))
@@ -390,7 +397,7 @@ def _export_call_built(call: dict[str, Any]) -> Built:
                "input_names": call["input_names"], "output_names": call["output_names"],
                "custom_translation_table": call["custom_translation_table"],
                "training": model.training}
-    return Built(model, tuple(args), dict(kwargs or {}), bool(kwargs), options)
+    return Built(model, tuple(args), dict(kwargs or {}), bool(kwargs), options, program)
 
 
 def _load(path: Path, root: Path, target: Any) -> Built:
@@ -679,6 +686,39 @@ def declared_axes(model: Any, args: tuple, kwargs: dict[str, Any],
     return found
 
 
+def _declared(built: Built) -> dict[int, list[DeclaredAxis]]:
+    """The declared axes: the annotation's or the call's ``dynamic_shapes``, or for an
+    ExportedProgram the axes its graph keeps as one symbol, over its ``range_constraints``
+    (what the user declared to ``torch.export.export``)."""
+    if built.program is None:
+        return declared_axes(built.model, built.args, built.kwargs,
+                             built.options.get("dynamic_shapes"))
+    import torch
+
+    program = built.program
+    leaves = torch.utils._pytree.tree_leaves((built.args, built.kwargs))
+    specs = [spec for spec in program.graph_signature.input_specs
+             if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT]
+    placeholders = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    found: dict[int, list[DeclaredAxis]] = {}
+    for leaf, spec in zip(leaves, specs):  # a constant input is a ConstantArgument
+        name = getattr(spec.arg, "name", "")
+        value = placeholders[name].meta.get("val") if name in placeholders else None
+        if not isinstance(leaf, torch.Tensor) or value is None:
+            continue
+        axes = []
+        for axis, size in enumerate(value.shape):
+            bounds = program.range_constraints.get(getattr(getattr(size, "node", None), "expr",
+                                                           None))
+            if isinstance(size, torch.SymInt) and bounds is not None:
+                upper = _number(bounds.upper)
+                high = int(upper) if upper < 1 << 62 else 1 << 62
+                axes.append(DeclaredAxis(f"{name}[{axis}]", axis, int(bounds.lower), high))
+        if axes:
+            found[id(leaf)] = axes
+    return found
+
+
 # Another size for a declared axis of example size n: twice the example (the example
 # concatenated with itself), else one more (with its own first slice appended), else one less.
 _OTHER_SIZES: tuple[Callable[[int, DeclaredAxis], int], ...] = (
@@ -797,8 +837,9 @@ def _judge(built: Built, result: TruthResult) -> None:
     started = time.perf_counter()
     try:
         with _phase("export"):
-            program = torch.onnx.export(built.model, _fresh(built.args), dynamo=True,
-                                        **_export_kwargs(built))
+            program = torch.onnx.export(
+                built.model if built.program is None else built.program, _fresh(built.args),
+                dynamo=True, **_export_kwargs(built))
             proto = program.model_proto
     finally:
         result.export_seconds = time.perf_counter() - started
@@ -1087,8 +1128,7 @@ def _other_size(built: Built, reference: Any, session: Any, result: TruthResult)
     of ``_OTHER_SIZES`` eager PyTorch takes)."""
 
     with _phase("dynamic"):
-        declared = declared_axes(built.model, built.args, built.kwargs,
-                                 built.options.get("dynamic_shapes"))
+        declared = _declared(built)
     if not declared:
         return
     eager_failures = []
@@ -1163,8 +1203,7 @@ def _narrowed_ranges(built: Built, program: Any, reference: Any, session: Any) -
     from torch.utils import _pytree
 
     with _phase("dynamic"):
-        declared = declared_axes(built.model, built.args, built.kwargs,
-                                 built.options.get("dynamic_shapes"))
+        declared = _declared(built)
         exported = getattr(program, "exported_program", None)
         if not declared or exported is None:
             return

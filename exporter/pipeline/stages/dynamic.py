@@ -20,7 +20,13 @@ from exporter.findings.rules import Severity
 from exporter.pipeline import ort_runner
 from exporter.pipeline.comparing import compare_outputs
 from exporter.pipeline.context import CheckContext
-from exporter.pipeline.dynamic_dims import DeclaredDims, Narrowed, declared_dims, outside_sizes
+from exporter.pipeline.dynamic_dims import (
+    DeclaredDims,
+    Narrowed,
+    declared_dims,
+    declared_in_program,
+    outside_sizes,
+)
 from exporter.pipeline.example_inputs import fresh_copy, resized
 from exporter.pipeline.locating import (
     declared_dynamic,
@@ -76,7 +82,9 @@ def run(ctx: CheckContext) -> None:
         # another size would follow from the capture errors, not show a problem of its own.
         raise StageSkipped("capture failed: the draft export's graph is not the exporter's "
                            "model (see the capture errors)")
-    declared = declared_dims(loaded.model, loaded.args, loaded.kwargs, loaded.dynamic_shapes)
+    declared = (declared_in_program(loaded.given_program, loaded.args, loaded.kwargs)
+                if loaded.given_program is not None else
+                declared_dims(loaded.model, loaded.args, loaded.kwargs, loaded.dynamic_shapes))
     if not declared:
         raise StageSkipped("no dynamic dimensions declared")
     inputs = [t for t in ort_runner.flat_inputs(loaded.args, loaded.kwargs)

@@ -74,8 +74,10 @@ def run(ctx: CheckContext) -> None:
             eager_outputs = _eager_forward(ctx, model, args, kwargs)
     finally:  # also for a model that fails in eager PyTorch (ONNX004)
         ctx.summary.parameters = _parameter_count(model)
+    given = call["model"] if call is not None else None
     ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs,
-                        call_context, _converted_axes(ctx, call))
+                        call_context, _converted_axes(ctx, call),
+                        given if isinstance(given, torch.export.ExportedProgram) else None)
 
 
 def _import(ctx: CheckContext) -> ImportedFile:
@@ -324,19 +326,23 @@ def _from_export_call(ctx: CheckContext, function: Any,
     # each module as it was at the call (code run while unwinding, a `with` block's exit or a
     # `finally`, may have set another mode)
     call.restore_module_modes()
+    program = model if isinstance(model, torch.export.ExportedProgram) else None
+    if program is not None:  # exported as it is; eager PyTorch runs its module
+        model = program.module()
     if not isinstance(model, torch.nn.Module):
         ctx.report("ONNX003", f"{the_call.capitalize()} exports a {type(model).__name__}; "
-                   "onnxlens checks the export of a torch.nn.Module.")
+                   "onnxlens checks the export of a torch.nn.Module or an ExportedProgram.")
         raise StageFailed
     args, kwargs = export_inputs(call)
-    try:
-        dynamic_shapes, args, kwargs = converted_dynamic_shapes(call, model, args, kwargs)
-    except (Exception, SystemExit) as error:
-        ctx.report("ONNX001", "torch.onnx.export cannot convert this call's `dynamic_axes` "
-                   f"to `dynamic_shapes`: {_describe(error)}")
-        raise StageFailed from error
-    if dynamic_shapes is not None:
-        ctx.options.set("dynamic_shapes", dynamic_shapes)
+    if program is None:  # a program's dynamic dimensions are its own
+        try:
+            dynamic_shapes, args, kwargs = converted_dynamic_shapes(call, model, args, kwargs)
+        except (Exception, SystemExit) as error:
+            ctx.report("ONNX001", "torch.onnx.export cannot convert this call's "
+                       f"`dynamic_axes` to `dynamic_shapes`: {_describe(error)}")
+            raise StageFailed from error
+        if dynamic_shapes is not None:
+            ctx.options.set("dynamic_shapes", dynamic_shapes)
     for key, option in (("opset_version", "opset"), ("input_names", "input_names"),
                         ("output_names", "output_names"),
                         ("custom_translation_table", "custom_translation_table")):

@@ -74,6 +74,14 @@ EXPECTED = {
     # missed before: the eager path was captured)
     "export_only_paths/model.py": [("ONNX401", "model.py", 73, 20, 74, 84, "error"),
                                    ("ONNX501", "model.py", 61, 20, 61, 40, "error")],
+    # export calls of an ExportedProgram: each was ONNX003 ("checks the export of a
+    # torch.nn.Module"); a TorchScript module, refused by the exporter, was ONNX004
+    "exported_programs/model.py": [
+        ("ONNX201", "model.py", 33, 16, 33, 26, "error"),  # i0, in a helper of the forward
+        ("ONNX501", "model.py", 72, 9, 72, 26, "error"),  # a wrong custom translation
+        ("ONNX103", "model.py", 79, 5, 79, 22, "error"),  # torch.jit.script
+        ("ONNX103", "model.py", 85, 5, 85, 22, "error"),  # torch.jit.trace
+    ],
     "helper_module/model.py": [("ONNX201", "layers/special.py", 6, 16, 6, 35, "error")],
     "import_error/model.py": [("ONNX002", "model.py", 2, 1, 2, 34, "error")],
     "invalid_model/model.py": [("ONNX302", "model.py", 13, 16, 13, 37, "error")],
@@ -159,6 +167,8 @@ EXPECTED = {
         ("ONNX107", "narrowed.py", 31, 12, 31, 28, "error"),
         ("ONNX107", "narrowed.py", 41, 12, 41, 26, "warning"),  # the guards, not the pragma
         ("ONNX107", "narrowed.py", 51, 12, 51, 28, "error"),
+        # a float and a None among the inputs: was ONNX102 (twice) and ONNX403
+        ("ONNX107", "narrowed.py", 77, 12, 77, 28, "error"),
     ],
     # user code that needs real stdio (issue 24): test_user_code_sees_real_stdio below
     "stdio/at_import.py": [],
