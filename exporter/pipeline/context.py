@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from exporter.pipeline.call_context import CallContext
     from exporter.pipeline.converted_axes import ConvertedAxes
     from exporter.pipeline.dynamic_dims import Narrowed
+    from exporter.pipeline.model_state import ModelState
     from exporter.pipeline.registries import Registries
     from exporter.toolchain.torch_compat import DraftFailure
 
@@ -52,6 +53,9 @@ class Loaded:
     # an export call's inputs that torch's conversion of `dynamic_axes` gave another input's
     # entry (the messages on dynamic dimensions say so); None when it moved nothing
     converted_axes: ConvertedAxes | None = None
+    # the model's Python state as built (before the first eager run): every eager run starts
+    # from it (exporter/pipeline/model_state.py)
+    as_built: ModelState | None = None
     # the program an export call exports when its model is a torch.export.ExportedProgram
     # (``model`` is then its module): torch.onnx.export translates it without capturing
     given_program: torch.export.ExportedProgram | None = None

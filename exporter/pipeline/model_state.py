@@ -6,8 +6,10 @@ change the model's own state: count its calls, update a buffer in place, make a 
 first call, append to a list. The exporter must see the model as the user's export call gives
 it, and every eager run must start from there (torch.export itself puts such state back after
 tracing), so ``state_kept`` undoes what a run changed: each module's attributes beyond
-``nn.Module``'s own (containers are copied, their items kept), its parameters, buffers and
-submodules as registered, and the values of every tensor changed in place.
+``nn.Module``'s own (containers are copied, their items kept: lists, tuples, dicts, sets and
+their subclasses, ``OrderedDict``, ``defaultdict``, ``deque``), the attributes of the plain
+objects they hold (a state object whose counter the forward increments), its parameters,
+buffers and submodules as registered, and the values of every tensor changed in place.
 
 A lazy module (``nn.LazyLinear``) is the exception: its first forward gives its parameters their
 size, as the export would, and it keeps what that forward made.
@@ -15,8 +17,11 @@ size, as the export would, and it keeps what that forward made.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import copy
 import logging
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,24 +36,49 @@ _MODULE_OWN = frozenset(vars(nn.Module()))
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
 #: how deep nested containers are copied and compared (a container holding itself ends there)
 _DEPTH = 6
-_CONTAINERS = (list, tuple, dict, set)
+_CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
+#: values with a ``__dict__`` whose attributes are not the model's state
+_NOT_STATE = (nn.Module, torch.Tensor, type, types.ModuleType, types.FunctionType,
+              types.BuiltinFunctionType, types.MethodType)
 
 
-@contextlib.contextmanager
-def state_kept(model: nn.Module) -> Iterator[None]:
-    """Run the body (an eager run of ``model``), then put ``model``'s state back as it was."""
-    modules = [_ModuleState.of(module) for module in model.modules()
-               if not _lazy(module) and not _scripted(module)]
-    tensors = _TensorStates.of(model, modules)
-    try:
-        yield
-    finally:
-        for state in modules:
+@dataclass
+class ModelState:
+    """A model's state beyond its tensors' values (its modules' attributes and registries,
+    the objects they hold), taken once and put back as often as needed. No tensor is copied:
+    it costs what the model's Python objects do, not its weights."""
+
+    states: list[_ModuleState | _ObjectState]
+
+    @classmethod
+    def of(cls, model: nn.Module) -> ModelState:
+        modules = [_ModuleState.of(module) for module in model.modules()
+                   if not _lazy(module) and not _scripted(module)]
+        return cls([*modules, *_ObjectState.held_by(modules)])
+
+    def restore(self) -> None:
+        for state in self.states:
             try:
                 state.restore()
             except Exception:  # a module whose registries cannot be written: left as it is
                 logging.getLogger(__name__).debug("a module's state was not put back",
                                                   exc_info=True)
+
+
+@contextlib.contextmanager
+def state_kept(model: nn.Module, as_built: ModelState | None = None) -> Iterator[None]:
+    """Run the body (an eager run of ``model``), then put ``model``'s state back as it was;
+    given ``as_built`` (taken before the first run), the run starts from it and ends there
+    again: what the capture changed in objects torch.export does not restore (a counter in an
+    object a submodule's list holds) is undone too."""
+    if as_built is not None:
+        as_built.restore()
+    state = as_built if as_built is not None else ModelState.of(model)
+    tensors = _TensorStates.of(model, state.states)
+    try:
+        yield
+    finally:
+        state.restore()
         tensors.restore()
 
 
@@ -62,35 +92,68 @@ def _scripted(module: nn.Module) -> bool:
     return isinstance(module, torch.jit.ScriptModule)
 
 
+def _is_container(value: Any) -> bool:
+    return isinstance(value, _CONTAINERS)
+
+
 def _copied(value: Any, depth: int = 0) -> Any:
-    """``value`` with its built-in containers rebuilt (the items themselves kept)."""
-    if depth >= _DEPTH or type(value) not in _CONTAINERS:
+    """``value`` with its containers rebuilt, of the same type (the items themselves kept);
+    a container that cannot be copied is kept as it is."""
+    if depth >= _DEPTH or not _is_container(value):
         return value
-    if type(value) is dict:
-        return {key: _copied(item, depth + 1) for key, item in value.items()}
-    return type(value)(_copied(item, depth + 1) for item in value)
+    try:
+        if type(value) is tuple:
+            return tuple(_copied(item, depth + 1) for item in value)
+        result = copy.copy(value)  # a defaultdict keeps its factory, a deque its maxlen
+        if isinstance(result, dict):
+            for key in list(result):
+                result[key] = _copied(result[key], depth + 1)
+        elif isinstance(result, (list, collections.deque)):
+            for index, item in enumerate(list(result)):
+                result[index] = _copied(item, depth + 1)
+        return result
+    except Exception:  # a subclass whose copy fails
+        return value
 
 
 def _fingerprint(value: Any, depth: int = 0) -> Any:
     """What identifies ``value``'s content: the identity of each item, container by container
     (an item rebound or a container changed in place changes it)."""
-    if depth >= _DEPTH or type(value) not in _CONTAINERS:
+    if depth >= _DEPTH or not _is_container(value):
         return id(value)
-    if type(value) is dict:
+    if isinstance(value, dict):
         return ("dict", tuple((id(key), _fingerprint(item, depth + 1))
                               for key, item in value.items()))
-    if type(value) is set:
+    if isinstance(value, (set, frozenset)):
         return ("set", tuple(sorted(id(item) for item in value)))
     return (type(value).__name__, tuple(_fingerprint(item, depth + 1) for item in value))
+
+
+def _items(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        yield from value.values()
+    elif _is_container(value):
+        yield from value
 
 
 def _tensors_in(value: Any, depth: int = 0) -> Iterator[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         yield value
-    elif depth < _DEPTH and type(value) in _CONTAINERS:
-        items = value.values() if type(value) is dict else value
-        for item in items:
+    elif depth < _DEPTH and _is_container(value):
+        for item in _items(value):
             yield from _tensors_in(item, depth + 1)
+
+
+def _plain_objects_in(value: Any, depth: int = 0) -> Iterator[Any]:
+    """The objects with attributes of their own that ``value`` is or holds (not modules,
+    tensors, classes, functions or modules of code)."""
+    if depth >= _DEPTH:
+        return
+    if _is_container(value):
+        for item in _items(value):
+            yield from _plain_objects_in(item, depth + 1)
+    elif hasattr(value, "__dict__") and not isinstance(value, _NOT_STATE):
+        yield value
 
 
 @dataclass
@@ -116,7 +179,7 @@ class _ModuleState:
                 del now[name]  # made by the run
         for name, value in self.attributes.items():
             if name not in now or _fingerprint(now[name]) != self.fingerprints[name]:
-                now[name] = value
+                now[name] = _copied(value)  # the saved copy stays as taken, for the next time
         for name, entries in self.registries.items():
             registry = getattr(self.module, name)
             if registry.keys() != entries.keys() \
@@ -129,6 +192,42 @@ class _ModuleState:
 
 
 @dataclass
+class _ObjectState:
+    """The attributes of a plain object a module holds (and of those it holds in turn)."""
+
+    value: Any
+    attributes: dict[str, Any]  # containers copied
+    fingerprints: dict[str, Any]
+
+    @classmethod
+    def held_by(cls, modules: list[_ModuleState]) -> list[_ObjectState]:
+        found: dict[int, _ObjectState] = {}
+        pending = [(item, 0) for state in modules for value in state.attributes.values()
+                   for item in _plain_objects_in(value)]
+        while pending:
+            value, depth = pending.pop()
+            if id(value) in found or depth >= _DEPTH:
+                continue
+            try:
+                own = dict(vars(value))
+            except TypeError:
+                continue
+            found[id(value)] = cls(value, {name: _copied(item) for name, item in own.items()},
+                                   {name: _fingerprint(item) for name, item in own.items()})
+            pending += [(item, depth + 1) for attribute in own.values()
+                        for item in _plain_objects_in(attribute)]
+        return list(found.values())
+
+    def restore(self) -> None:
+        now = vars(self.value)
+        if now.keys() == self.attributes.keys() and all(
+                _fingerprint(now[name]) == print_ for name, print_ in self.fingerprints.items()):
+            return
+        now.clear()
+        now.update({name: _copied(value) for name, value in self.attributes.items()})
+
+
+@dataclass
 class _TensorStates:
     """The values of the model's tensors, for those a run changes in place (``_version``
     counts a tensor's in-place changes; an inference tensor, made under
@@ -137,7 +236,8 @@ class _TensorStates:
     saved: list[tuple[torch.Tensor, int | None, torch.Tensor]]
 
     @classmethod
-    def of(cls, model: nn.Module, modules: list[_ModuleState]) -> _TensorStates:
+    def of(cls, model: nn.Module, modules: list[_ModuleState | _ObjectState]
+           ) -> _TensorStates:
         found: dict[int, torch.Tensor] = {}
         candidates = [*model.parameters(), *model.buffers()]
         for state in modules:
@@ -177,7 +277,7 @@ def _put_back(tensor: torch.Tensor, values: torch.Tensor) -> None:
         with torch.inference_mode() if tensor.is_inference() else contextlib.nullcontext():
             tensor.copy_(values)
     else:
-        tensor.data = values
+        tensor.data = values.clone()
 
 
 def _version(tensor: torch.Tensor) -> int | None:

@@ -25,7 +25,7 @@ from exporter.pipeline.intercepted_calls import (
     export_inputs,
     intercepting,
 )
-from exporter.pipeline.model_state import state_kept
+from exporter.pipeline.model_state import ModelState, state_kept
 from exporter.pipeline.stages.base import StageFailed
 from exporter.pipeline.target_options import EVALUATED_KEYS
 from exporter.pipeline.user_modules import ImportedFile, import_file
@@ -69,14 +69,15 @@ def run(ctx: CheckContext) -> None:
     call_context = call.context if call is not None else None
     if call_context is not None and call_context.describe():
         ctx.summary.call_context = call_context.describe()
+    as_built = ModelState.of(model)
     try:
         with call_context.entered() if call_context is not None else contextlib.nullcontext():
-            eager_outputs = _eager_forward(ctx, model, args, kwargs)
+            eager_outputs = _eager_forward(ctx, model, args, kwargs, as_built)
     finally:  # also for a model that fails in eager PyTorch (ONNX004)
         ctx.summary.parameters = _parameter_count(model)
     given = call["model"] if call is not None else None
     ctx.loaded = Loaded(imported.module, model, args, kwargs, dynamic_shapes, eager_outputs,
-                        call_context, _converted_axes(ctx, call),
+                        call_context, _converted_axes(ctx, call), as_built,
                         given if isinstance(given, torch.export.ExportedProgram) else None)
 
 
@@ -381,12 +382,12 @@ def _needs_values(error: BaseException) -> bool:
 
 
 def _eager_forward(ctx: CheckContext, model: torch.nn.Module, args: tuple,
-                   kwargs: dict[str, Any]) -> Any:
+                   kwargs: dict[str, Any], as_built: ModelState) -> Any:
     """The model's outputs on a fresh copy of the example; a failure here ends the check
     (capture would only fail the same way)."""
     args, kwargs = fresh_copy(args, kwargs)
     try:
-        with torch.no_grad(), state_kept(model):  # the exporter sees the model as built
+        with torch.no_grad(), state_kept(model, as_built):  # the exporter sees it as built
             return model(*args, **kwargs)
     except (Exception, SystemExit) as error:
         if ctx.weightless and _needs_values(error):

@@ -5,10 +5,12 @@ corpus."""
 
 from __future__ import annotations
 
+import collections
+
 import torch
 from torch import nn
 
-from exporter.pipeline.model_state import state_kept
+from exporter.pipeline.model_state import ModelState, state_kept
 
 
 def _run(model: nn.Module, *args: torch.Tensor) -> torch.Tensor:
@@ -124,3 +126,58 @@ def test_a_model_made_under_inference_mode_is_run_and_put_back() -> None:
         assert torch.equal(model.seen, torch.ones(3))
     assert torch.equal(model.seen, torch.zeros(3)) and torch.equal(model.weight, original)
     assert torch.equal(model.spread, torch.ones(3))
+
+
+class _Tracker:
+    def __init__(self) -> None:
+        self.steps = 0
+        self.log: list[int] = []
+
+
+class _HeldState(nn.Module):
+    """State in containers of other types and in plain objects, one held in a list."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ordered: collections.OrderedDict[int, int] = collections.OrderedDict()
+        self.counts: collections.defaultdict[str, int] = collections.defaultdict(int)
+        self.recent: collections.deque[float] = collections.deque([1.0], maxlen=3)
+        self.trackers = [_Tracker()]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.ordered[len(self.ordered)] = 1
+        self.counts["calls"] += 1
+        self.recent.append(self.recent[-1] + 1)
+        tracker = self.trackers[0]
+        tracker.steps += 1
+        tracker.log.append(tracker.steps)
+        tracker.added = True
+        return x * (len(self.ordered) + self.counts["calls"] + sum(self.recent) + tracker.steps)
+
+
+def test_other_containers_and_plain_objects_are_put_back() -> None:
+    model = _HeldState()
+    tracker = model.trackers[0]
+    x = torch.ones(2)
+    first = _run(model, x)
+    assert torch.equal(_run(model, x), first)
+    assert model.ordered == {} and isinstance(model.ordered, collections.OrderedDict)
+    assert dict(model.counts) == {} and model.counts["new"] == 0  # still a defaultdict(int)
+    assert list(model.recent) == [1.0] and model.recent.maxlen == 3
+    assert model.trackers[0] is tracker and vars(tracker) == {"steps": 0, "log": []}
+
+
+def test_runs_from_the_state_as_built_start_there_however_often() -> None:
+    """The state taken before the first run is put back before and after each run, also over
+    what happened in between (the capture's tracing): its saved copies are never handed out."""
+    model = _HeldState()
+    as_built = ModelState.of(model)
+    x = torch.ones(2)
+    with state_kept(model, as_built):
+        first = model(x)
+    model(x)  # between the runs, as torch.export's tracing of a forward does
+    for _ in range(3):
+        with state_kept(model, as_built):
+            assert torch.equal(model(x), first)
+    assert vars(model.trackers[0]) == {"steps": 0, "log": []} and list(model.recent) == [1.0]
+
