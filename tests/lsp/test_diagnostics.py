@@ -23,7 +23,7 @@ from tests.lsp.conftest import (
 )
 
 E, W = 1, 2
-SEVERITY = {"error": E, "warning": W}
+SEVERITY = {"error": E, "warning": W, "info": 3}
 
 
 def _lsp_expectations() -> dict[str, dict[str, list[tuple[str, int, int, int, int, int]]]]:
@@ -58,6 +58,7 @@ THROUGH_THE_SERVER = {
     "soundness/narrowed.py": "warnings",
     "malformed_pragma/model.py": "problems of the annotation, found before any export",
     "wrong_translation/model.py": "findings of the ONNX Runtime comparison",
+    "random_draws/model.py": "notes (information) beside errors",
     "stdio/at_import.py": "the user's prints never reach the protocol's stream",
     "stdio/in_forward.py": "the user's prints never reach the protocol's stream",
     "stdio/noisy.py": "the user's prints never reach the protocol's stream",

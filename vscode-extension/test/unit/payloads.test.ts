@@ -52,6 +52,7 @@ test.describe("the server's payloads", () => {
     const html = renderRunReport(answer.report!);
     expect(html).toContain("<h1>Model in ONNX Runtime</h1>");
     expect(html).toContain("shape [4] vs PyTorch [3]");
+    expect(html).toContain("drawn from random numbers"); // matched by its shape alone
     const failed: JobCommandAnswer = runFailed;
     expect(renderRunError("Model", failed.error!, failed.diagnostics ?? [])).toContain(
       "`aten::i0` has no ONNX translation.",
