@@ -58,8 +58,8 @@ def compare_outputs(
     matched = True
     worst: FindingData | None = None
     graph = ctx.need_translated().model_proto.graph
-    random = random_outputs_of(ctx)
     drawn_in_pytorch = _drawn_in_pytorch(ctx)
+    random = _drawn_in_both(ctx, drawn_in_pytorch)
     for index, (expected, actual) in enumerate(zip(expected_all, ort_outputs)):
         name = graph.output[index].name
         if expected.shape != actual.shape:
@@ -101,13 +101,15 @@ def compare_outputs(
 def random_outputs_of(ctx: CheckContext) -> dict[int, torch.fx.Node]:
     """The outputs drawn from random numbers in PyTorch and in the ONNX model alike, with the
     node of the exported graph that draws them (none when the program is unknown)."""
-    translated = ctx.need_translated()
-    program = translated.onnx_program.exported_program
-    if program is None:
-        return {}
-    drawn = random_outputs(program)
+    return _drawn_in_both(ctx, _drawn_in_pytorch(ctx))
+
+
+def _drawn_in_both(ctx: CheckContext, drawn: dict[int, torch.fx.Node]
+                   ) -> dict[int, torch.fx.Node]:
+    """Of the outputs PyTorch draws for, those the ONNX model draws for too."""
     if not drawn:
         return {}
+    translated = ctx.need_translated()
     graph = translated.model_proto.graph
     onnx_drawn = onnx_random_values(translated.model_proto)
     return {index: source for index, source in drawn.items()
