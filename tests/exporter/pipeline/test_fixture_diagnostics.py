@@ -169,6 +169,8 @@ EXPECTED = {
         ("ONNX107", "narrowed.py", 51, 12, 51, 28, "error"),
         # a float and a None among the inputs: was ONNX102 (twice) and ONNX403
         ("ONNX107", "narrowed.py", 77, 12, 77, 28, "error"),
+        ("ONNX107", "narrowed.py", 87, 12, 87, 28, "error"),  # an int first, an upper bound
+        ("ONNX107", "narrowed.py", 96, 12, 96, 35, "error"),  # by keyword, a bool and a None
     ],
     # user code that needs real stdio (issue 24): test_user_code_sees_real_stdio below
     "stdio/at_import.py": [],
