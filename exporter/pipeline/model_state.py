@@ -9,7 +9,9 @@ tracing), so ``state_kept`` undoes what a run changed: each module's attributes 
 ``nn.Module``'s own (containers are copied, their items kept: lists, tuples, dicts, sets and
 their subclasses, ``OrderedDict``, ``defaultdict``, ``deque``), the attributes of the plain
 objects they hold (a state object whose counter the forward increments), its parameters,
-buffers and submodules as registered, and the values of every tensor changed in place.
+buffers and submodules as registered, and the values of every tensor changed in place. An
+output that is one of those tensors (a buffer the forward updates and returns) is copied
+before, so the run's outputs keep the values it gave.
 
 A lazy module (``nn.LazyLinear``) is the exception: its first forward gives its parameters their
 size, as the export would, and it keeps what that forward made.
@@ -66,17 +68,19 @@ class ModelState:
 
 
 @contextlib.contextmanager
-def state_kept(model: nn.Module, as_built: ModelState | None = None) -> Iterator[None]:
+def state_kept(model: nn.Module, as_built: ModelState | None = None
+               ) -> Iterator[TensorStates]:
     """Run the body (an eager run of ``model``), then put ``model``'s state back as it was;
     given ``as_built`` (taken before the first run), the run starts from it and ends there
     again: what the capture changed in objects torch.export does not restore (a counter in an
-    object a submodule's list holds) is undone too."""
+    object a submodule's list holds) is undone too. What it yields keeps the run's outputs
+    apart from the state put back (``outputs_apart``)."""
     if as_built is not None:
         as_built.restore()
     state = as_built if as_built is not None else ModelState.of(model)
-    tensors = _TensorStates.of(model, state.states)
+    tensors = TensorStates.of(model, state.states)
     try:
-        yield
+        yield tensors
     finally:
         state.restore()
         tensors.restore()
@@ -228,7 +232,7 @@ class _ObjectState:
 
 
 @dataclass
-class _TensorStates:
+class TensorStates:
     """The values of the model's tensors, for those a run changes in place (``_version``
     counts a tensor's in-place changes; an inference tensor, made under
     ``torch.inference_mode``, counts none: its values are compared)."""
@@ -237,7 +241,7 @@ class _TensorStates:
 
     @classmethod
     def of(cls, model: nn.Module, modules: list[_ModuleState | _ObjectState]
-           ) -> _TensorStates:
+           ) -> TensorStates:
         found: dict[int, torch.Tensor] = {}
         candidates = [*model.parameters(), *model.buffers()]
         for state in modules:
@@ -250,6 +254,20 @@ class _TensorStates:
         with torch.no_grad():
             return cls([(tensor, _version(tensor), tensor.detach().clone())
                         for tensor in found.values()])
+
+    def outputs_apart(self, outputs: Any) -> Any:
+        """``outputs`` with a copy of each tensor that shares memory with the model's own (a
+        buffer the forward updates and returns, or a view of it): putting the state back
+        would otherwise change the outputs the run gave."""
+        shared = {tensor.untyped_storage().data_ptr() for tensor, _, _ in self.saved}
+
+        def apart(value: Any) -> Any:
+            if isinstance(value, torch.Tensor) and not value.is_meta \
+                    and value.untyped_storage().data_ptr() in shared:
+                return value.detach().clone()
+            return value
+
+        return torch.utils._pytree.tree_map(apart, outputs)
 
     def restore(self) -> None:
         with torch.no_grad():

@@ -136,8 +136,8 @@ def _run_at(ctx: CheckContext, declared: DeclaredDims, size_run: SizeRun,
     eager_args, eager_kwargs = fresh_copy(new_args, new_kwargs)
     try:
         # each run starts from the model as built (the capture's tracing included)
-        with torch.no_grad(), state_kept(loaded.model, loaded.as_built):
-            eager = loaded.model(*eager_args, **eager_kwargs)
+        with torch.no_grad(), state_kept(loaded.model, loaded.as_built) as kept:
+            eager = kept.outputs_apart(loaded.model(*eager_args, **eager_kwargs))
     except Exception as error:
         # The model itself does not take this size (a window, a kernel larger than the size,
         # an assertion of its own): its domain, not a problem of the export.

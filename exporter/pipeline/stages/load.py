@@ -387,8 +387,9 @@ def _eager_forward(ctx: CheckContext, model: torch.nn.Module, args: tuple,
     (capture would only fail the same way)."""
     args, kwargs = fresh_copy(args, kwargs)
     try:
-        with torch.no_grad(), state_kept(model, as_built):  # the exporter sees it as built
-            return model(*args, **kwargs)
+        # the exporter sees the model as built
+        with torch.no_grad(), state_kept(model, as_built) as kept:
+            return kept.outputs_apart(model(*args, **kwargs))
     except (Exception, SystemExit) as error:
         if ctx.weightless and _needs_values(error):
             # weights="none" runs the forward on meta tensors, which hold no values: code that

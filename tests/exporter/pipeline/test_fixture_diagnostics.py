@@ -96,6 +96,9 @@ EXPECTED = {
                               ("ONNX106", "model.py", 42, 12, 42, 40, "warning")],
     # a forward that changes the model's own state: each was a false ONNX501 (and ONNX403 at
     # other sizes), the exporter seeing the state the check's eager forward left
+    # a forward that updates its own tensors in place and returns them: each was a false
+    # ONNX501 (and ONNX403), the state put back changing the outputs the run gave
+    "returned_state/model.py": [],
     "stateful_forward/model.py": [("ONNX101", "model.py", 99, 12, 99, 32, "error"),
                                   ("ONNX106", "model.py", 99, 12, 99, 32, "warning")],
     # random draws in the forward: each was ONNX501 and ONNX502 ("check the translation")

@@ -181,3 +181,28 @@ def test_runs_from_the_state_as_built_start_there_however_often() -> None:
             assert torch.equal(model(x), first)
     assert vars(model.trackers[0]) == {"steps": 0, "log": []} and list(model.recent) == [1.0]
 
+
+
+class _ReturnsItsState(nn.Module):
+    """A forward that updates a buffer in place and returns it, a view of it, and a value
+    computed from it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(4))
+
+    def forward(self, x: torch.Tensor) -> dict[str, object]:
+        self.acc.add_(x)
+        return {"acc": self.acc, "head": (self.acc[:2],), "scaled": self.acc * 2}
+
+
+def test_outputs_that_are_the_state_keep_the_values_the_run_gave() -> None:
+    model = _ReturnsItsState()
+    x = torch.arange(4.0)
+    with torch.no_grad(), state_kept(model) as kept:
+        outputs = kept.outputs_apart(model(x))
+    assert torch.equal(model.acc, torch.zeros(4))  # the state is put back ...
+    assert torch.equal(outputs["acc"], x)  # ... and the outputs are what the run returned
+    assert torch.equal(outputs["head"][0], x[:2])
+    assert torch.equal(outputs["scaled"], x * 2)
+    assert outputs["acc"].untyped_storage().data_ptr() != model.acc.untyped_storage().data_ptr()
