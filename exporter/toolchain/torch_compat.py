@@ -715,10 +715,13 @@ def decompose(program: torch.export.ExportedProgram, registry: Any) -> torch.exp
 
 
 def unsupported_nodes(program: torch.export.ExportedProgram, registry: Any) -> list[torch.fx.Node]:
-    """Every call_function node that has no ONNX translation in ``registry``."""
+    """Every call_function node that has no ONNX translation in ``registry``, in the graph and
+    in the subgraphs of its control flow (``torch.cond``'s branches, a loop's body)."""
     from torch.onnx._internal.exporter import _dispatching
 
-    return [node for node in program.graph.nodes if node.op == "call_function"
+    return [node for module in program.graph_module.modules()
+            if isinstance(module, torch.fx.GraphModule)
+            for node in module.graph.nodes if node.op == "call_function"
             and _dispatching.dispatch(node, registry)[0] is None]
 
 

@@ -14,6 +14,16 @@ EXPECTED = {
     "clean/tokens.py": [],
     "checker_failure/model.py": [("ONNX301", "model.py", 13, 16, 13, 32, "error")],
     "constructor_error/model.py": [("ONNX003", "model.py", 8, 22, 8, 34, "error")],
+    # operators without a translation in control flow's subgraphs: one ONNX202 at the class
+    # for the first of them before; each an ONNX201 at its control-flow call now
+    "control_flow/model.py": [
+        ("ONNX201", "model.py", 22, 16, 22, 62, "error"),  # a torch.cond branch
+        ("ONNX201", "model.py", 34, 16, 34, 50, "error"),  # a while_loop body
+        ("ONNX201", "model.py", 42, 12, 42, 67, "error"),  # nested conds, in helpers
+        ("ONNX201", "model.py", 63, 23, 63, 52, "error"),  # a scan body ...
+        ("ONNX201", "model.py", 64, 16, 64, 40, "error"),  # ... and the top level
+        ("ONNX201", "model.py", 82, 16, 82, 86, "error"),  # branches that are methods
+    ],
     # issue 38: failing operators in helpers under decorators, each at its own line
     "decorated_helpers/model.py": [
         ("ONNX201", "model.py", 16, 16, 16, 42, "error"),  # inference_mode, no_grad forward

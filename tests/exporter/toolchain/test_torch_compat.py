@@ -183,6 +183,25 @@ def test_a_line_of_generated_code_names_the_node_it_runs():
     assert torch_compat.generated_code_node(module, line_two) is second
 
 
+class _UntranslatableInBranches(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def yes(t: torch.Tensor) -> torch.Tensor:
+            return torch.cond(t.sum() > 0, torch.lgamma, torch.special.i0, (t,))
+
+        return torch.cond(x.mean() > 0, yes, torch.neg, (x,)) + torch.digamma(x)
+
+
+def test_untranslated_operators_are_found_in_control_flow_subgraphs_too():
+    from torch.onnx._internal.exporter import _registration
+
+    registry = _registration.ONNXRegistry.from_torchlib()
+    program = torch.export.export(_UntranslatableInBranches(), (torch.randn(3, 2),))
+    decomposed = torch_compat.decompose(program, registry)
+    found = {str(node.meta.get("original_aten", node.target))
+             for node in torch_compat.unsupported_nodes(decomposed, registry)}
+    assert found == {"aten.lgamma.default", "aten.i0.default", "aten.digamma.default"}
+
+
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     code = "import sys\nfrom onnxlens.cli import main\nsys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
