@@ -113,10 +113,15 @@ def flat_outputs(outputs: Any) -> list[Any]:
 
 
 def to_numpy(value: Any) -> np.ndarray:
+    """A tensor's values as ONNX holds them: dense, bfloat16 as float32, and a complex tensor
+    as its real and imaginary parts in a last axis of 2 (``torch.view_as_real``, as the
+    exporter translates complex values)."""
     if isinstance(value, torch.Tensor):
         tensor = value.detach().cpu()
         if tensor.layout != torch.strided:  # sparse: ONNX takes the dense values
             tensor = tensor.to_dense()
+        if tensor.is_complex():
+            tensor = torch.view_as_real(tensor.resolve_conj())
         if tensor.dtype == torch.bfloat16:
             tensor = tensor.float()
         return tensor.numpy()

@@ -1,0 +1,24 @@
+"""PyTorch's values as the exported model holds them (exporter/pipeline/ort_runner.py), the
+side of every comparison with ONNX Runtime. The checks of such models:
+tests/exporter/fixtures/complex_outputs, judged against the plain exporter by the corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from exporter.pipeline import ort_runner
+
+
+def test_a_complex_tensor_is_its_real_and_imaginary_parts_in_a_last_axis() -> None:
+    values = torch.complex(torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, -4.0]]))
+    assert np.array_equal(ort_runner.to_numpy(values), [[[1.0, 3.0], [2.0, -4.0]]])
+    # a lazily conjugated tensor is conjugated first
+    assert np.array_equal(ort_runner.to_numpy(values.conj()), [[[1.0, -3.0], [2.0, 4.0]]])
+
+
+def test_sparse_and_bfloat16_tensors_are_dense_float32() -> None:
+    dense = torch.tensor([[0.0, 1.5], [2.5, 0.0]])
+    assert np.array_equal(ort_runner.to_numpy(dense.to_sparse()), dense.numpy())
+    half = ort_runner.to_numpy(dense.to(torch.bfloat16))
+    assert half.dtype == np.float32 and np.array_equal(half, dense.numpy())
