@@ -15,6 +15,17 @@ import torch
 from exporter.toolchain import torch_compat
 
 
+def as_torch_splits(args: tuple, kwargs: dict[str, Any] | None
+                    ) -> tuple[tuple, dict[str, Any]]:
+    """``args`` and ``kwargs`` as torch.onnx.export splits them: without keyword inputs, a
+    dict last in ``args`` is the keyword inputs (torch/onnx/_internal/exporter/_compat.py).
+    A pragma's ``args`` mean what they mean to torch.onnx.export."""
+    from torch.onnx._internal.exporter import _compat
+
+    split_args, split_kwargs = _compat._get_torch_export_args(tuple(args), kwargs)
+    return tuple(split_args), dict(split_kwargs or {})
+
+
 def fresh_copy(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     """Deep copies of ``args`` and ``kwargs`` (tensors cloned, containers rebuilt)."""
     try:

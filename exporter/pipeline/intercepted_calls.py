@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from exporter.pipeline.call_context import CallContext
+from exporter.pipeline.example_inputs import as_torch_splits
 from exporter.pipeline.scratch_files import ORIGINAL_STAT, ScratchFiles
 from exporter.pipeline.timers import exporter_working
 from exporter.source.targets import ANY_LINE
@@ -335,13 +336,10 @@ def intercepting(site: CallSite | None) -> Iterator[Interception]:
 
 def export_inputs(call: InterceptedCall) -> tuple[tuple, dict[str, Any]]:
     """The example inputs, split as torch.onnx.export splits them."""
-    from torch.onnx._internal.exporter import _compat
-
     args = call["args"]
     if isinstance(args, torch.Tensor):
         args = (args,)
-    args, kwargs = _compat._get_torch_export_args(tuple(args), call["kwargs"])
-    return args, dict(kwargs or {})
+    return as_torch_splits(tuple(args), call["kwargs"])
 
 
 def converted_dynamic_shapes(call: InterceptedCall, model: torch.nn.Module, args: tuple,

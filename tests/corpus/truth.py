@@ -247,6 +247,10 @@ class Built:
     options: dict[str, Any]
     #: the ExportedProgram the call exports (``model`` is then its module), else None
     program: Any = None
+    #: the inputs as the annotation wrote them (args, kwargs), when torch.onnx.export splits
+    #: them otherwise (a dict last in ``args`` is the keyword inputs): given to it unchanged,
+    #: while the model runs with them split (``args``, ``kwargs``), as the export does
+    written: tuple[tuple, Any] | None = None
     #: the outputs drawn from random numbers, in PyTorch and in the ONNX model (set once
     #: exported): ONNX Runtime draws its own, so they are compared by shape only
     random_outputs: frozenset[int] = frozenset()
@@ -402,6 +406,7 @@ def _export_call_built(call: dict[str, Any]) -> Built:
 
 def _load(path: Path, root: Path, target: Any) -> Built:
     import torch
+    from torch.onnx._internal.exporter import _compat
 
     with _phase("import"):
         module = _import(path, root, target)
@@ -449,6 +454,10 @@ def _load(path: Path, root: Path, target: Any) -> Built:
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"the target built a {type(model).__name__}, not a torch.nn.Module")
         model = model.train() if options.get("training") else model.eval()
+        split_args, split_kwargs = _compat._get_torch_export_args(args, kwargs)
+    if len(split_args) != len(args):
+        return Built(model, tuple(split_args), dict(split_kwargs or {}), True, options,
+                     written=(args, kwargs))
     return Built(model, args, dict(kwargs or {}), kwargs is not None, options)
 
 
@@ -775,6 +784,8 @@ def _resized(args: tuple, kwargs: dict[str, Any], declared: dict[int, list[Decla
 def _export_kwargs(built: Built) -> dict[str, Any]:
     """Only what the annotation gives, under torch.onnx.export's names."""
     given: dict[str, Any] = {"kwargs": _fresh(built.kwargs)} if built.kwargs_given else {}
+    if built.written is not None:
+        given = {} if built.written[1] is None else {"kwargs": _fresh(built.written[1])}
     names = {"dynamic_shapes": "dynamic_shapes", "opset": "opset_version",
              "input_names": "input_names", "output_names": "output_names",
              "custom_translation_table": "custom_translation_table"}
@@ -838,7 +849,8 @@ def _judge(built: Built, result: TruthResult) -> None:
     try:
         with _phase("export"):
             program = torch.onnx.export(
-                built.model if built.program is None else built.program, _fresh(built.args),
+                built.model if built.program is None else built.program,
+                _fresh(built.args if built.written is None else built.written[0]),
                 dynamo=True, **_export_kwargs(built))
             proto = program.model_proto
     finally:

@@ -16,7 +16,7 @@ from exporter.config.runtimes import PRECISIONS, RUNTIMES, unknown_names
 from exporter.findings.diagnostics import Location, Range
 from exporter.pipeline.context import CheckContext, Loaded
 from exporter.pipeline.converted_axes import ConvertedAxes, converted_axes
-from exporter.pipeline.example_inputs import fresh_copy
+from exporter.pipeline.example_inputs import as_torch_splits, fresh_copy
 from exporter.pipeline.intercepted_calls import (
     CallSite,
     InterceptedCall,
@@ -286,7 +286,35 @@ def _call_factory(ctx: CheckContext, factory: Any,
         raise StageFailed
     if not isinstance(args, tuple):
         args = tuple(args) if isinstance(args, list) else (args,)
-    return model, args, dict(kwargs or {})
+    split_args, split_kwargs = as_torch_splits(args, kwargs)
+    _refuse_keywords_forward_cannot_take(  # at the pragma's inputs, else the target's name
+        ctx, model, args, split_args, split_kwargs,
+        Location(ctx.target.path, ctx.target.pragma) if ctx.options.args is not None
+        and ctx.target.pragma is not None else None)
+    return model, split_args, split_kwargs
+
+
+def _refuse_keywords_forward_cannot_take(ctx: CheckContext, model: Any, given: tuple,
+                                         args: tuple, kwargs: dict[str, Any],
+                                         where: Location | None) -> None:
+    """torch.onnx.export reads a dict last in ``args`` (with no keyword inputs given) as the
+    keyword inputs; when ``forward`` cannot take them so (a dict meant as its positional
+    input), the model fails with the inputs the export gives it: said with the reason, where
+    the eager run would only say that ``forward`` got an unexpected keyword."""
+    if len(args) == len(given) or not isinstance(model, torch.nn.Module):
+        return
+    try:
+        inspect.signature(model.forward).bind(*args, **kwargs)
+    except TypeError as error:
+        names = ", ".join(f"`{name}`" for name in kwargs)
+        ctx.report("ONNX004", "The model fails with the example inputs as torch.onnx.export "
+                   f"reads them: it takes the dict last in them as the keyword inputs "
+                   f"({names}), and `forward` cannot take them so: {error}.", where,
+                   hint="To give that dict as a positional input, end the inputs with an "
+                   "empty dict of keyword inputs: `args=(..., {})`.")
+        raise StageFailed from error
+    except ValueError:  # no signature to bind to (a builtin): capture decides
+        return
 
 
 def _from_export_call(ctx: CheckContext, function: Any,
@@ -335,6 +363,10 @@ def _from_export_call(ctx: CheckContext, function: Any,
                    "onnxlens checks the export of a torch.nn.Module or an ExportedProgram.")
         raise StageFailed
     args, kwargs = export_inputs(call)
+    given = call["args"]
+    _refuse_keywords_forward_cannot_take(
+        ctx, model, given if isinstance(given, tuple) else tuple(given)
+        if isinstance(given, list) else (given,), args, kwargs, None)
     if program is None:  # a program's dynamic dimensions are its own
         try:
             dynamic_shapes, args, kwargs = converted_dynamic_shapes(call, model, args, kwargs)

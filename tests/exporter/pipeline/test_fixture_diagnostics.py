@@ -105,6 +105,14 @@ EXPECTED = {
                                 ("ONNX102", "model.py", 68, 16, 68, 35, "error"),
                                 ("ONNX106", "model.py", 50, 12, 50, 38, "warning"),
                                 ("ONNX106", "model.py", 68, 16, 68, 35, "warning")],
+    # a dict last in the inputs is the keyword inputs to torch.onnx.export: three failing
+    # exports were clean and three working ones ONNX004 when a pragma's dict was positional
+    "keyword_inputs/trailing_dict.py": [
+        ("ONNX004", "trailing_dict.py", 17, 16, 17, 72, "error"),  # the pragma's args
+        ("ONNX004", "trailing_dict.py", 22, 16, 23, 55, "error"),  # over two lines
+        ("ONNX004", "trailing_dict.py", 40, 5, 40, 23, "error"),  # a factory's inputs
+        ("ONNX004", "trailing_dict.py", 48, 5, 48, 22, "error"),  # an export call
+    ],
     # lazy modules: each was ONNX999 (their parameters counted before the forward made them)
     "lazy_modules/model.py": [("ONNX101", "model.py", 42, 12, 42, 40, "error"),
                               ("ONNX106", "model.py", 42, 12, 42, 40, "warning")],
