@@ -43,6 +43,7 @@ EVERY_TORCH = frozenset({
     "tests/corpus/test_variants.py",
     "tests/export_worker/test_worker.py",
     "tests/exporter/pipeline/test_after_verdict.py",
+    "tests/exporter/pipeline/test_comparing.py",
     "tests/exporter/pipeline/test_deploy.py",
     "tests/exporter/pipeline/test_dynamic_dims.py",
     "tests/exporter/pipeline/test_fixture_diagnostics.py",

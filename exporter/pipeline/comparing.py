@@ -6,6 +6,7 @@ drawn from random numbers is compared by shape only (``exporter.pipeline.random_
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,7 @@ def compare_outputs(
     """Report each mismatching output; returns True when everything matched."""
     expected_all = [ort_runner.to_numpy(t) for t in ort_runner.flat_outputs(eager)
                     if isinstance(t, torch.Tensor)]
+    reported_before = len(ctx.diagnostics)
     matched = True
     worst: FindingData | None = None
     graph = ctx.need_translated().model_proto.graph
@@ -88,9 +90,10 @@ def compare_outputs(
                        + _draws_only_in_pytorch(drawn_in_pytorch.get(index)),
                        data=worst)
         matched = False
-    if not matched and worst:
-        first_divergence(ctx, args, kwargs, situation=situation,
-                         rule="ONNX502" if rule == "ONNX501" else rule)
+    if not matched and worst and first_divergence(
+            ctx, args, kwargs, situation=situation,
+            rule="ONNX502" if rule == "ONNX501" else rule):
+        _blame_the_capture(ctx, rule, reported_before)
     ctx.summary.numerics.append(NumericsRun(
         situation or "example inputs", matched, *(
             (worst.output, worst.max_abs, worst.max_rel, worst.atol, worst.rtol)
@@ -192,28 +195,53 @@ def _operator_of(program: torch.export.ExportedProgram | None, index: int) -> st
 
 
 def first_divergence(ctx: CheckContext, args: tuple, kwargs: dict[str, Any], *, situation: str,
-                     rule: str) -> None:
-    """Compare every intermediate value and report the first that diverges."""
+                     rule: str) -> bool:
+    """Compare every intermediate value and report the first that diverges. True when none
+    does and the exported graph, run in PyTorch, gives every output ONNX Runtime gives: the
+    outputs differ from eager PyTorch because of what the capture traced, not the
+    translation."""
     translated = ctx.need_translated()
     if translated.onnx_program.exported_program is None:
-        return
+        return False
+    outputs_match: bool | None = None
     try:
         program = translated.onnx_program.exported_program
         skipped = spared_nodes(ctx)
+        produce_outputs = {node.name for node in output_nodes(program) if node is not None}
         pairs = intermediates(program, translated.model_proto, translated.weights,
-                              *fresh_copy(args, kwargs))
+                              *fresh_copy(args, kwargs), with_outputs=True)
         for pair in pairs:
             expected, actual = pair.expected, pair.actual
-            if expected.shape != actual.shape or pair.node.name in skipped:
+            if pair.node.name in skipped:
                 continue
-            atol, rtol = tolerances(ctx, expected.dtype) if expected.dtype.kind == "f" \
-                else (0.0, 0.0)
-            max_abs, max_rel = differences(expected, actual)
-            if max_abs > atol and max_rel > rtol:
+            diverges = expected.shape != actual.shape
+            if not diverges:
+                atol, rtol = tolerances(ctx, expected.dtype) if expected.dtype.kind == "f" \
+                    else (0.0, 0.0)
+                max_abs, max_rel = differences(expected, actual)
+                diverges = max_abs > atol and max_rel > rtol
+            if pair.node.name in produce_outputs:  # ONNX501 marks an output's operator
+                outputs_match = (outputs_match is not False) and not diverges
+            elif diverges and expected.shape == actual.shape:
                 _report_divergence(ctx, pair.node, max_abs, max_rel, situation, rule)
-                return
+                return False
     except Exception:  # the search is a help on top of ONNX501: never a failure of its own
         logging.getLogger(__name__).debug("comparing intermediates failed", exc_info=True)
+        return False
+    return outputs_match is True
+
+
+def _blame_the_capture(ctx: CheckContext, rule: str, since: int) -> None:
+    """Say on each output mismatch reported since ``since`` that the exported graph itself
+    computes ONNX Runtime's values (no translation to check)."""
+    hint = ("The exported graph, run in PyTorch, gives ONNX Runtime's values, so the "
+            "translation is right: eager PyTorch computes what torch.export did not trace (a "
+            "fast path under `torch.no_grad()`, as nn.TransformerEncoder takes with a padding "
+            "mask; a branch on `torch.is_grad_enabled()` or `requires_grad`), or a value the "
+            "export froze (a Python or NumPy random number).")
+    for position in range(since, len(ctx.diagnostics)):
+        if ctx.diagnostics[position].rule == rule:
+            ctx.diagnostics[position] = replace(ctx.diagnostics[position], hint=hint)
 
 
 def _report_divergence(ctx: CheckContext, node: Any, max_abs: float, max_rel: float,
