@@ -259,11 +259,10 @@ class TensorStates:
         """``outputs`` with a copy of each tensor that shares memory with the model's own (a
         buffer the forward updates and returns, or a view of it): putting the state back
         would otherwise change the outputs the run gave."""
-        shared = {tensor.untyped_storage().data_ptr() for tensor, _, _ in self.saved}
+        shared = {_storage(tensor) for tensor, _, _ in self.saved} - {None}
 
         def apart(value: Any) -> Any:
-            if isinstance(value, torch.Tensor) and not value.is_meta \
-                    and value.untyped_storage().data_ptr() in shared:
+            if isinstance(value, torch.Tensor) and _storage(value) in shared:
                 return value.detach().clone()
             return value
 
@@ -279,6 +278,17 @@ class TensorStates:
                 except RuntimeError:  # a tensor that cannot be written (a view of itself)
                     logging.getLogger(__name__).debug("a tensor's values were not put back",
                                                       exc_info=True)
+
+
+def _storage(tensor: torch.Tensor) -> int | None:
+    """Where a dense tensor's values live (its views share it); None for a tensor that has no
+    storage of its own (sparse, meta)."""
+    if tensor.layout != torch.strided or tensor.is_meta:
+        return None
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):  # a tensor subclass without storage
+        return None
 
 
 def _changed(tensor: torch.Tensor, version: int | None, values: torch.Tensor) -> bool:

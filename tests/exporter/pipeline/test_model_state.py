@@ -206,3 +206,19 @@ def test_outputs_that_are_the_state_keep_the_values_the_run_gave() -> None:
     assert torch.equal(outputs["head"][0], x[:2])
     assert torch.equal(outputs["scaled"], x * 2)
     assert outputs["acc"].untyped_storage().data_ptr() != model.acc.untyped_storage().data_ptr()
+
+
+class _SparseState(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("heads", torch.eye(3).to_sparse(), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x + 1, self.heads
+
+
+def test_tensors_without_storage_of_their_own_are_outputs_as_they_are() -> None:
+    model = _SparseState()
+    with torch.no_grad(), state_kept(model) as kept:
+        dense, sparse = kept.outputs_apart(model(torch.zeros(3)))
+    assert torch.equal(dense, torch.ones(3)) and sparse is model.heads
