@@ -63,7 +63,7 @@ def _needs_weights(product: Callable[[CheckContext], object],
     return blocked
 
 
-STAGES = (
+STAGES: tuple[Stage, ...] = (
     Stage("load", load.run, lambda ctx: "", traces=False),
     Stage("capture", capture.run, _needs(lambda c: c.loaded, "the target could not be loaded")),
     Stage("translate", translate.run, _needs(lambda c: c.captured, "capture failed")),

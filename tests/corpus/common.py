@@ -98,7 +98,7 @@ def _convert(kind: Any, data: Any) -> Any:
     if origin is dict:
         _, item = typing.get_args(kind)
         return {key: _convert(item, value) for key, value in data.items()}
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         hints = typing.get_type_hints(kind)
         names = {f.name for f in dataclasses.fields(kind)}
         return kind(**{key: _convert(hints[key], value)

@@ -125,7 +125,7 @@ def exportdb_names() -> list[str]:
 
 
 def _module_names(source: str) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for node in parse_python(source).body:
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []

@@ -28,9 +28,9 @@ def variants(probed: list[ProbeResult]) -> list[ArchSpec]:
     out = list(specs.values())
     for model_type in TIED_VARIANTS:
         if model_type in specs:
-            spec = specs[model_type]
-            out.append(replace(spec, name=f"{spec.name}.tied", config_kwargs={
-                **spec.config_kwargs, "tie_word_embeddings": True}))
+            untied = specs[model_type]
+            out.append(replace(untied, name=f"{untied.name}.tied", config_kwargs={
+                **untied.config_kwargs, "tie_word_embeddings": True}))
     for model_type in DYNAMIC_VARIANTS:
         spec = specs.get(model_type)
         if spec is None or spec.inputs[0].name != "input_ids":
