@@ -197,8 +197,8 @@ def _operator_of(program: torch.export.ExportedProgram | None, index: int) -> st
 def first_divergence(ctx: CheckContext, args: tuple, kwargs: dict[str, Any], *, situation: str,
                      rule: str) -> bool:
     """Compare every intermediate value and report the first that diverges. True when none
-    does and the exported graph, run in PyTorch, gives every output ONNX Runtime gives: the
-    outputs differ from eager PyTorch because of what the capture traced, not the
+    does and the graph torch.onnx translated (captured and decomposed), run in PyTorch, gives
+    every output ONNX Runtime gives: the outputs differ from eager PyTorch before the
     translation."""
     translated = ctx.need_translated()
     if translated.onnx_program.exported_program is None:
@@ -232,13 +232,14 @@ def first_divergence(ctx: CheckContext, args: tuple, kwargs: dict[str, Any], *, 
 
 
 def _blame_the_capture(ctx: CheckContext, rule: str, since: int) -> None:
-    """Say on each output mismatch reported since ``since`` that the exported graph itself
-    computes ONNX Runtime's values (no translation to check)."""
-    hint = ("The exported graph, run in PyTorch, gives ONNX Runtime's values, so the "
-            "translation is right: eager PyTorch computes what torch.export did not trace (a "
-            "fast path under `torch.no_grad()`, as nn.TransformerEncoder takes with a padding "
-            "mask; a branch on `torch.is_grad_enabled()` or `requires_grad`), or a value the "
-            "export froze (a Python or NumPy random number).")
+    """Say on each output mismatch reported since ``since`` that the graph torch.onnx
+    translated computes ONNX Runtime's values (no translation to check)."""
+    hint = ("The graph torch.onnx translated, run in PyTorch, gives ONNX Runtime's values: "
+            "the difference comes before the translation. Eager PyTorch computes what "
+            "torch.export did not trace (a fast path under `torch.no_grad()`, as "
+            "nn.TransformerEncoder takes with a padding mask; a branch on "
+            "`torch.is_grad_enabled()` or `requires_grad`), or a value the export froze (a "
+            "Python or NumPy random number), or torch.onnx's decomposition changed it.")
     for position in range(since, len(ctx.diagnostics)):
         if ctx.diagnostics[position].rule == rule:
             ctx.diagnostics[position] = replace(ctx.diagnostics[position], hint=hint)
