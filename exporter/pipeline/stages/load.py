@@ -287,21 +287,22 @@ def _call_factory(ctx: CheckContext, factory: Any,
     if not isinstance(args, tuple):
         args = tuple(args) if isinstance(args, list) else (args,)
     split_args, split_kwargs = as_torch_splits(args, kwargs)
-    _refuse_keywords_forward_cannot_take(  # at the pragma's inputs, else the target's name
-        ctx, model, args, split_args, split_kwargs,
-        Location(ctx.target.path, ctx.target.pragma) if ctx.options.args is not None
-        and ctx.target.pragma is not None else None)
+    if len(split_args) < len(args):  # at the pragma's inputs, else the target's name
+        _refuse_keywords_forward_cannot_take(
+            ctx, model, split_args, split_kwargs,
+            Location(ctx.target.path, ctx.target.pragma) if ctx.options.args is not None
+            and ctx.target.pragma is not None else None)
     return model, split_args, split_kwargs
 
 
-def _refuse_keywords_forward_cannot_take(ctx: CheckContext, model: Any, given: tuple,
-                                         args: tuple, kwargs: dict[str, Any],
+def _refuse_keywords_forward_cannot_take(ctx: CheckContext, model: Any, args: tuple,
+                                         kwargs: dict[str, Any],
                                          where: Location | None) -> None:
-    """torch.onnx.export reads a dict last in ``args`` (with no keyword inputs given) as the
-    keyword inputs; when ``forward`` cannot take them so (a dict meant as its positional
-    input), the model fails with the inputs the export gives it: said with the reason, where
-    the eager run would only say that ``forward`` got an unexpected keyword."""
-    if len(args) == len(given) or not isinstance(model, torch.nn.Module):
+    """torch.onnx.export read a dict last in ``args`` (with no keyword inputs given) as the
+    keyword inputs ``kwargs``; when ``forward`` cannot take them so (a dict meant as its
+    positional input), the model fails with the inputs the export gives it: said with the
+    reason, where the eager run would only say that ``forward`` got an unexpected keyword."""
+    if not isinstance(model, torch.nn.Module):
         return
     try:
         inspect.signature(model.forward).bind(*args, **kwargs)
@@ -364,9 +365,8 @@ def _from_export_call(ctx: CheckContext, function: Any,
         raise StageFailed
     args, kwargs = export_inputs(call)
     given = call["args"]
-    _refuse_keywords_forward_cannot_take(
-        ctx, model, given if isinstance(given, tuple) else tuple(given)
-        if isinstance(given, list) else (given,), args, kwargs, None)
+    if len(args) < (1 if isinstance(given, torch.Tensor) else len(given)):
+        _refuse_keywords_forward_cannot_take(ctx, model, args, kwargs, None)
     if program is None:  # a program's dynamic dimensions are its own
         try:
             dynamic_shapes, args, kwargs = converted_dynamic_shapes(call, model, args, kwargs)
