@@ -112,6 +112,15 @@ def flat_outputs(outputs: Any) -> list[Any]:
     return [leaf for leaf in leaves if leaf is not None]
 
 
+def expected_outputs(outputs: Any) -> list[np.ndarray]:
+    """PyTorch's outputs in the order and form of the ONNX model's: every tensor and every
+    number. A size the model returns (``x.shape[0]`` of a dynamic dimension) is an ONNX output
+    of its own, a 0-d tensor; a constant number makes the translation fail in every supported
+    torch, so no number is left out of the ONNX model's outputs."""
+    return [to_numpy(leaf) for leaf in flat_outputs(outputs)
+            if isinstance(leaf, (torch.Tensor, bool, int, float))]
+
+
 def to_numpy(value: Any) -> np.ndarray:
     """A tensor's values as ONNX holds them: dense, bfloat16 as float32, and a complex tensor
     as its real and imaginary parts in a last axis of 2 (``torch.view_as_real``, as the

@@ -37,8 +37,7 @@ def build_run_report(ctx: CheckContext, result: TargetResult, model_path: Path |
     loaded = ctx.loaded
     inputs = ort_runner.flat_inputs(*fresh_copy(loaded.args, loaded.kwargs))
     outputs = ort_runner.run(session, inputs)
-    expected = [ort_runner.to_numpy(t) for t in ort_runner.flat_outputs(loaded.eager_outputs)
-                if isinstance(t, torch.Tensor)]
+    expected = ort_runner.expected_outputs(loaded.eager_outputs)
     names = [value.name for value in session.get_outputs()]
     random = random_outputs_of(ctx) if ctx.translated is not None else {}
     comparison = [_compare(ctx, name, want, got, random=index in random)

@@ -546,8 +546,7 @@ def _compare(ctx: CheckContext, runtime: str, eager: object, outputs: list[np.nd
 
 
 def _expected(eager: object) -> list[np.ndarray]:
-    return [ort_runner.to_numpy(t) for t in ort_runner.flat_outputs(eager)
-            if isinstance(t, torch.Tensor)]
+    return ort_runner.expected_outputs(eager)
 
 
 def _within_tolerance(ctx: CheckContext, runtime: str, index: int, output: str,

@@ -286,6 +286,15 @@ def _report_node_error(ctx: CheckContext, error: BaseException) -> None:
     root = chain[-1]
     reason = f"{type(root).__name__}: {str(root).splitlines()[0] if str(root) else ''}".rstrip(": ")
     raised = _raised_in_workspace(ctx, chain)
+    constants = _constant_outputs(ctx.need_captured().program)
+    if node is None and constants:
+        listed = ", ".join(f"{value!r} as output {index}" for index, value in constants)
+        ctx.report("ONNX202", f"`{ctx.target.symbol}` returns a constant, {listed} (its "
+                   "outputs flattened, counted from 1): torch.onnx translates an output only "
+                   f"when it is a tensor or the size of a dynamic dimension ({reason}).",
+                   hint="Return it as a tensor (`torch.tensor(...)`), or leave it out of the "
+                        "outputs; a size is a constant when its dimension is not dynamic.")
+        return
     if node is None:
         ctx.report("ONNX202", f"Translating the graph to ONNX failed: {reason}", raised)
         return
@@ -305,6 +314,17 @@ def _raised_in_workspace(ctx: CheckContext, chain: list[BaseException]) -> Any:
         if frames:
             return ctx.map_frames(frames)
     return None
+
+
+def _constant_outputs(program: Any) -> list[tuple[int, object]]:
+    """The model's outputs that export made constants, numbered from 1 in the flattened
+    outputs, ``None`` left out (torch.onnx drops it): the translation of any other fails."""
+    from torch.export.graph_signature import ConstantArgument, OutputKind
+
+    user = [spec.arg for spec in program.graph_signature.output_specs
+            if spec.kind == OutputKind.USER_OUTPUT]
+    return [(index, argument.value) for index, argument in enumerate(user, start=1)
+            if isinstance(argument, ConstantArgument) and argument.value is not None]
 
 
 def _failed_node(ctx: CheckContext, chain: list[BaseException]) -> Any:

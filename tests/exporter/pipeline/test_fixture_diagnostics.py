@@ -26,6 +26,16 @@ EXPECTED = {
     # [2, 9]) or a crash (a conjugated one); the wrong translation before an FFT is still found
     "complex_outputs/model.py": [("ONNX501", "model.py", 74, 16, 74, 59, "error"),
                                  ("ONNX502", "model.py", 74, 31, 74, 47, "error")],
+    # a size returned before a tensor shifted every comparison (a false ONNX501/ONNX403 on
+    # four targets); a constant output was "'int' object has no attribute 'name'"
+    "number_outputs/model.py": [
+        ("ONNX202", "model.py", 42, 7, 42, 25, "error"),  # a size of a static dimension
+        ("ONNX403", "model.py", 55, 28, 55, 53, "error"),  # a wrong translation, a size first
+        ("ONNX403", "model.py", 55, 28, 55, 49, "error"),
+        ("ONNX501", "model.py", 55, 28, 55, 53, "error"),
+        ("ONNX502", "model.py", 55, 28, 55, 49, "error"),
+        ("ONNX202", "model.py", 75, 7, 75, 25, "error"),  # a flag in a dict of outputs
+    ],
     "constructor_error/model.py": [("ONNX003", "model.py", 8, 22, 8, 34, "error")],
     # operators without a translation in control flow's subgraphs: one ONNX202 at the class
     # for the first of them before; each an ONNX201 at its control-flow call now
@@ -311,6 +321,9 @@ def test_messages_name_the_problem(fixture_results):
                for m in messages("ort_kernel_missing/model.py"))
     assert any("aten.gelu.default" in m for m in messages("wrong_translation/model.py"))
     assert any("Did you mean `dynamic_shapes`" in m for m in messages("malformed_pragma/model.py"))
+    # a constant output is named with its place among the flattened outputs
+    assert "returns a constant, 3 as output 3" in " ".join(messages("number_outputs/model.py"))
+    assert "True as output 2" in " ".join(messages("number_outputs/model.py"))
 
 
 def test_problem_in_helper_module_links_back_to_the_target(fixture_results):

@@ -22,3 +22,14 @@ def test_sparse_and_bfloat16_tensors_are_dense_float32() -> None:
     assert np.array_equal(ort_runner.to_numpy(dense.to_sparse()), dense.numpy())
     half = ort_runner.to_numpy(dense.to(torch.bfloat16))
     assert half.dtype == np.float32 and np.array_equal(half, dense.numpy())
+
+
+def test_numbers_among_the_outputs_are_outputs_of_their_own_in_place() -> None:
+    # a size of a dynamic dimension is a 0-d ONNX output where the model returns it; None is
+    # no output (tests/exporter/fixtures/number_outputs, judged by the corpus)
+    hidden = torch.ones(2, 3)
+    expected = ort_runner.expected_outputs({"length": 3, "hidden": hidden, "mask": None,
+                                            "scale": (0.5, True)})
+    assert [array.shape for array in expected] == [(), (2, 3), (), ()]
+    assert [array.dtype.kind for array in expected] == ["i", "f", "f", "b"]
+    assert expected[0] == 3 and np.array_equal(expected[1], hidden.numpy())
