@@ -6,7 +6,7 @@ drawn from random numbers is compared by shape only (``exporter.pipeline.random_
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -89,10 +89,13 @@ def compare_outputs(
                        + _draws_only_in_pytorch(drawn_in_pytorch.get(index)),
                        data=worst)
         matched = False
-    if not matched and worst and first_divergence(
-            ctx, args, kwargs, situation=situation,
-            rule="ONNX502" if rule == "ONNX501" else rule):
-        _blame_the_capture(ctx, rule, reported_before)
+    if not matched and worst:
+        found = first_divergence(ctx, args, kwargs, situation=situation,
+                                 rule="ONNX502" if rule == "ONNX501" else rule)
+        if found is BEFORE_THE_TRANSLATION:
+            _blame_the_capture(ctx, rule, reported_before)
+        elif isinstance(found, AtAnOutput):
+            _blame_the_output(ctx, rule, reported_before, found)
     ctx.summary.numerics.append(NumericsRun(
         situation or "example inputs", matched, *(
             (worst.output, worst.max_abs, worst.max_rel, worst.atol, worst.rtol)
@@ -193,20 +196,36 @@ def _operator_of(program: torch.export.ExportedProgram | None, index: int) -> st
     return str(node.target) if node is not None and node.op == "call_function" else None
 
 
+@dataclass(frozen=True)
+class AtAnOutput:
+    """The values first diverge at the operator that computes an output (which ONNX501 marks
+    already): every value computed before it matches."""
+
+    node: torch.fx.Node
+    output: str  # the ONNX model's name of that output
+
+
+#: nothing diverges inside the graph torch.onnx translated and its outputs, run in PyTorch,
+#: are ONNX Runtime's: the outputs differ from eager PyTorch before the translation
+BEFORE_THE_TRANSLATION = "before the translation"
+#: an intermediate value diverges first (reported), or the search found nothing certain
+REPORTED_OR_UNKNOWN = None
+
+
 def first_divergence(ctx: CheckContext, args: tuple, kwargs: dict[str, Any], *, situation: str,
-                     rule: str) -> bool:
-    """Compare every intermediate value and report the first that diverges. True when none
-    does and the graph torch.onnx translated (captured and decomposed), run in PyTorch, gives
-    every output ONNX Runtime gives: the outputs differ from eager PyTorch before the
-    translation."""
+                     rule: str) -> AtAnOutput | str | None:
+    """Compare every intermediate value in graph order and report the first that diverges
+    (``rule``, unless it computes an output: then ``AtAnOutput``, and nothing after it is
+    searched, since every later value may follow from it)."""
     translated = ctx.need_translated()
     if translated.onnx_program.exported_program is None:
-        return False
+        return REPORTED_OR_UNKNOWN
     outputs_match: bool | None = None
     try:
         program = translated.onnx_program.exported_program
         skipped = spared_nodes(ctx)
-        produce_outputs = {node.name for node in output_nodes(program) if node is not None}
+        producers = output_nodes(program)
+        produce_outputs = {node.name for node in producers if node is not None}
         pairs = intermediates(program, translated.model_proto, translated.weights,
                               *fresh_copy(args, kwargs), with_outputs=True)
         for pair in pairs:
@@ -220,14 +239,29 @@ def first_divergence(ctx: CheckContext, args: tuple, kwargs: dict[str, Any], *, 
                 max_abs, max_rel = differences(expected, actual)
                 diverges = max_abs > atol and max_rel > rtol
             if pair.node.name in produce_outputs:  # ONNX501 marks an output's operator
-                outputs_match = (outputs_match is not False) and not diverges
+                if diverges:
+                    index = [n.name if n is not None else None
+                             for n in producers].index(pair.node.name)
+                    return AtAnOutput(pair.node,
+                                      translated.model_proto.graph.output[index].name)
+                outputs_match = outputs_match is not False
             elif diverges and expected.shape == actual.shape:
                 _report_divergence(ctx, pair.node, max_abs, max_rel, situation, rule)
-                return False
+                return REPORTED_OR_UNKNOWN
     except Exception:  # the search is a help on top of ONNX501: never a failure of its own
         logging.getLogger(__name__).debug("comparing intermediates failed", exc_info=True)
-        return False
-    return outputs_match is True
+        return REPORTED_OR_UNKNOWN
+    return BEFORE_THE_TRANSLATION if outputs_match is True else REPORTED_OR_UNKNOWN
+
+
+def _blame_the_output(ctx: CheckContext, rule: str, since: int, found: AtAnOutput) -> None:
+    """Say on each output mismatch reported since ``since`` where the values first diverge:
+    at an output's own operator, so no ONNX502 comes."""
+    hint = (f"The values first diverge at `{found.node.target}` (FX node `{found.node.name}`), "
+            f"the operation that computes output `{found.output}`: every value computed "
+            "before it matches PyTorch. Check its translation (often a custom translation), "
+            "or loosen the tolerance.")
+    _rehint(ctx, rule, since, hint)
 
 
 def _blame_the_capture(ctx: CheckContext, rule: str, since: int) -> None:
@@ -239,6 +273,10 @@ def _blame_the_capture(ctx: CheckContext, rule: str, since: int) -> None:
             "nn.TransformerEncoder takes with a padding mask; a branch on "
             "`torch.is_grad_enabled()` or `requires_grad`), or a value the export froze (a "
             "Python or NumPy random number), or torch.onnx's decomposition changed it.")
+    _rehint(ctx, rule, since, hint)
+
+
+def _rehint(ctx: CheckContext, rule: str, since: int, hint: str) -> None:
     for position in range(since, len(ctx.diagnostics)):
         if ctx.diagnostics[position].rule == rule:
             ctx.diagnostics[position] = replace(ctx.diagnostics[position], hint=hint)

@@ -22,5 +22,21 @@ def test_a_mismatch_the_exported_graph_already_has_is_blamed_on_the_capture(sess
             in hints[target, "ONNX501"], target
     assert "comes before the translation" in \
         hints["GradModeInASubmoduleWithADynamicBatch", "ONNX403"]
-    # the translation is what differs: look for where the values diverge
-    assert hints["WrongTranslationOfTheOutput", "ONNX501"].startswith("See ONNX502")
+    # the translation of an output's own operation is what differs: the hint names it, as
+    # no ONNX502 comes (it said "See ONNX502" before)
+    assert hints["WrongTranslationOfTheOutput", "ONNX501"].startswith(
+        "The values first diverge at `aten.sigmoid.default` (FX node `sigmoid`), the "
+        "operation that computes output `sigmoid`")
+
+
+def test_the_first_divergence_at_an_output_is_not_blamed_on_a_later_operation(session):
+    # `hidden * 3 + x` only inherits the difference of the output `hidden` (a wrong gelu): it
+    # was an ONNX502 "first diverge at aten.mul.Tensor; every value computed before it matches"
+    result = session.check_file(CAPTURE_PATHS / "model.py", CAPTURE_PATHS)
+    (target,) = [t for t in result.targets if t.name == "WrongOutputUsedLater"]
+    assert [(d.rule, d.location.range.start.line) for d in target.diagnostics] == [
+        ("ONNX501", 90), ("ONNX501", 91)]
+    for diagnostic in target.diagnostics:
+        assert diagnostic.hint.startswith(
+            "The values first diverge at `aten.gelu.default` (FX node `gelu`), the operation "
+            "that computes output `gelu`")

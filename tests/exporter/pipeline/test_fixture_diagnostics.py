@@ -20,6 +20,9 @@ EXPECTED = {
         ("ONNX501", "model.py", 52, 16, 52, 30, "error"),  # in a helper
         ("ONNX501", "model.py", 63, 16, 63, 21, "error"),  # requires_grad
         ("ONNX501", "model.py", 76, 16, 76, 32, "error"),  # a wrong translation
+        # an output computed wrongly and used after: no ONNX502 at the later operation
+        ("ONNX501", "model.py", 90, 18, 90, 39, "error"),
+        ("ONNX501", "model.py", 91, 24, 91, 38, "error"),
     ],
     "checker_failure/model.py": [("ONNX301", "model.py", 13, 16, 13, 32, "error")],
     # complex outputs: four were a false ONNX501 (a shape [2, 9, 2] in ONNX Runtime against
