@@ -31,12 +31,15 @@ class Intermediate:
 
 
 def output_nodes(program: torch.export.ExportedProgram) -> list[torch.fx.Node | None]:
-    """The program's nodes that compute its tensor outputs, in the order of the ONNX model's
-    outputs (which may be renamed: ``output_names``); None for an output no node computes."""
+    """The program's nodes that compute the ONNX model's outputs, in their order (they may be
+    renamed: ``output_names``): each user output but a constant (a size of a dynamic
+    dimension is an output of its own; ``None`` is none); None for an output no node
+    computes."""
+    signature = torch.export.graph_signature
     nodes = {node.name: node for node in program.graph.nodes}
     return [nodes.get(spec.arg.name) for spec in program.graph_signature.output_specs
-            if spec.kind == torch.export.graph_signature.OutputKind.USER_OUTPUT
-            and isinstance(spec.arg, torch.export.graph_signature.TensorArgument)]
+            if spec.kind == signature.OutputKind.USER_OUTPUT
+            and not isinstance(spec.arg, signature.ConstantArgument)]
 
 
 def intermediates(program: torch.export.ExportedProgram, proto: onnx.ModelProto,
@@ -60,7 +63,8 @@ def intermediates(program: torch.export.ExportedProgram, proto: onnx.ModelProto,
     extended.graph.output.extend(typed[name] for name in names if name not in outputs)
     session = ort_runner.create_session(extended, None, weights)
     wanted = [output.name for output in session.get_outputs()]
-    values = dict(zip(wanted, ort_runner.run(session, ort_runner.flat_inputs(args, kwargs))))
+    values = dict(zip(wanted, ort_runner.run(session, ort_runner.flat_inputs(args, kwargs,
+                                                                         program))))
     nodes = {node.name: node for node in module.graph.nodes}
     for name in names:
         if name in values:

@@ -94,17 +94,32 @@ def node_providers(session: ort.InferenceSession) -> dict[str, str]:
             for node in subgraph.get_nodes()}
 
 
-def flat_inputs(args: tuple, kwargs: dict[str, Any]) -> list[Any]:
-    """Inputs in the order of the ONNX graph inputs (as torch.onnx flattens them)."""
-    leaves = torch_compat.tree_leaves((args, kwargs))
+def flat_inputs(args: tuple, kwargs: dict[str, Any],
+                program: torch.export.ExportedProgram | None = None) -> list[Any]:
+    """The example inputs the ONNX model takes, in the order of its graph inputs (as torch.onnx
+    flattens them). With the exported program, each input its signature does not make a
+    constant: every tensor, and a number export kept symbolic (an ``int`` input declared
+    dynamic is a 0-d graph input); a static number or ``None`` is part of the graph. Without
+    it, the tensors."""
     flat = []
-    for leaf in leaves:
-        if leaf is None:
-            continue
+    for leaf in _graph_input_leaves(torch_compat.tree_leaves((args, kwargs)), program):
         if isinstance(leaf, torch.Tensor) and leaf.is_complex():
             leaf = torch.view_as_real(leaf.resolve_conj())
         flat.append(leaf)
     return flat
+
+
+def _graph_input_leaves(leaves: list[Any],
+                        program: torch.export.ExportedProgram | None) -> list[Any]:
+    from torch.export.graph_signature import ConstantArgument, InputKind
+
+    if program is not None:
+        specs = [spec.arg for spec in program.graph_signature.input_specs
+                 if spec.kind == InputKind.USER_INPUT]
+        if len(specs) == len(leaves):
+            return [leaf for leaf, spec in zip(leaves, specs)
+                    if not isinstance(spec, ConstantArgument)]
+    return [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
 
 
 def flat_outputs(outputs: Any) -> list[Any]:
@@ -138,12 +153,24 @@ def to_numpy(value: Any) -> np.ndarray:
 
 
 def feed(session: ort.InferenceSession, inputs: list[Any]) -> dict[str, np.ndarray]:
+    """``inputs`` (from ``flat_inputs``) by graph input name."""
     names = [value.name for value in session.get_inputs()]
-    tensors = [value for value in inputs if isinstance(value, torch.Tensor)]
-    if len(tensors) != len(names):
+    if len(inputs) != len(names):
         raise ValueError(f"the ONNX model takes {len(names)} inputs but the example inputs "
-                         f"flatten to {len(tensors)} tensors")
-    return {name: to_numpy(tensor) for name, tensor in zip(names, tensors)}
+                         f"flatten to {len(inputs)}")
+    return {name: input_array(value) for name, value in zip(names, inputs)}
+
+
+def input_array(value: Any) -> np.ndarray:
+    """An input as ONNX Runtime takes it: a number as a 0-d array of the type torch.onnx
+    gives it (``int`` int64, ``float`` float32, as ``ONNXProgram.__call__`` feeds it)."""
+    if isinstance(value, bool):
+        return np.asarray(value)
+    if isinstance(value, int):
+        return np.asarray(value, dtype=np.int64)
+    if isinstance(value, float):
+        return np.asarray(value, dtype=np.float32)
+    return to_numpy(value)
 
 
 def run(session: ort.InferenceSession, inputs: list[Any]) -> list[np.ndarray]:

@@ -65,7 +65,7 @@ def random_sources(program: torch.export.ExportedProgram) -> dict[torch.fx.Node,
 
 
 def random_outputs(program: torch.export.ExportedProgram) -> dict[int, torch.fx.Node]:
-    """The outputs (by index among the program's tensor outputs, as in the ONNX graph) that
+    """The outputs (by index among the ONNX graph's outputs: `output_nodes`) that
     depend on random numbers, with the first node that draws them."""
     sources = random_sources(program)
     if not sources:

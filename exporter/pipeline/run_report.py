@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from exporter.findings.result import TargetResult
 from exporter.pipeline import ort_runner
@@ -35,7 +34,8 @@ def build_run_report(ctx: CheckContext, result: TargetResult, model_path: Path |
     else:
         raise RuntimeError(f"the export failed ({', '.join(failed) or 'no model'})")
     loaded = ctx.loaded
-    inputs = ort_runner.flat_inputs(*fresh_copy(loaded.args, loaded.kwargs))
+    inputs = ort_runner.flat_inputs(*fresh_copy(loaded.args, loaded.kwargs),
+                                    ctx.captured.program if ctx.captured is not None else None)
     outputs = ort_runner.run(session, inputs)
     expected = ort_runner.expected_outputs(loaded.eager_outputs)
     names = [value.name for value in session.get_outputs()]
@@ -45,8 +45,8 @@ def build_run_report(ctx: CheckContext, result: TargetResult, model_path: Path |
     return RunReport(
         target=ctx.target.name,
         model=str(model_path) if model_path else "in-memory export",
-        inputs=[_describe(value.name, ort_runner.to_numpy(tensor)) for value, tensor in
-                zip(session.get_inputs(), [t for t in inputs if isinstance(t, torch.Tensor)])],
+        inputs=[_describe(value.name, ort_runner.input_array(given)) for value, given in
+                zip(session.get_inputs(), inputs)],
         outputs=[_describe(name, value) for name, value in zip(names, outputs)],
         comparison=comparison,
         matched=all(entry.matched for entry in comparison) and len(expected) == len(outputs),

@@ -254,6 +254,9 @@ class Built:
     #: the outputs drawn from random numbers, in PyTorch and in the ONNX model (set once
     #: exported): ONNX Runtime draws its own, so they are compared by shape only
     random_outputs: frozenset[int] = frozenset()
+    #: for each flattened example input, whether the exported program made it a constant
+    #: (a static number, None: no ONNX input); None until exported, or when unknown
+    constant_inputs: tuple[bool, ...] | None = None
 
 
 _KEPT = "__corpus_target__"
@@ -573,8 +576,10 @@ def _random_outputs(program: Any) -> frozenset[int]:
     for node in program.graph.nodes:
         if draws(node) or any(parent in random for parent in node.all_input_nodes):
             random.add(node)
+    # the ONNX model's outputs: every user output but a constant (None, or a number)
     outputs = [spec.arg.name for spec in program.graph_signature.output_specs
-               if spec.kind.name == "USER_OUTPUT" and type(spec.arg).__name__ == "TensorArgument"]
+               if spec.kind.name == "USER_OUTPUT"
+               and type(spec.arg).__name__ != "ConstantArgument"]
     random_names = {node.name for node in random}
     return frozenset(index for index, name in enumerate(outputs) if name in random_names)
 
@@ -615,15 +620,35 @@ def _onnx_random_outputs(proto: Any) -> frozenset[int]:
                      if output.name in random)
 
 
-def _feeds(session: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-    import torch
+def _constant_inputs(exported_program: Any) -> tuple[bool, ...]:
+    from torch.export.graph_signature import ConstantArgument, InputKind
 
-    tensors = [leaf for leaf in _flat_tensors((args, kwargs)) if isinstance(leaf, torch.Tensor)]
+    return tuple(isinstance(spec.arg, ConstantArgument)
+                 for spec in exported_program.graph_signature.input_specs
+                 if spec.kind == InputKind.USER_INPUT)
+
+
+def _feeds(session: Any, built: Built, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The example inputs as the ONNX model's inputs: each flattened input the exported
+    program did not make a constant (a tensor, or an int of a dynamic dimension, fed as
+    ``ONNXProgram.__call__`` feeds a number: int64, float32); without the program, tensors."""
+    import numpy as np
+    import torch
+    from torch.utils import _pytree
+
+    leaves = _pytree.tree_leaves(_fresh((args, kwargs)))
+    constant_inputs = built.constant_inputs
+    if constant_inputs is not None and len(constant_inputs) == len(leaves):
+        given = [leaf for leaf, constant in zip(leaves, constant_inputs) if not constant]
+    else:
+        given = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     names = [value.name for value in session.get_inputs()]
-    if len(names) != len(tensors):
+    if len(names) != len(given):
         raise ValueError(f"the ONNX model has {len(names)} inputs but the example inputs "
-                         f"flatten to {len(tensors)} tensors")
-    return {name: _to_numpy(tensor) for name, tensor in zip(names, tensors)}
+                         f"give {len(given)}")
+    numbers = {bool: np.bool_, int: np.int64, float: np.float32}
+    return {name: np.asarray(value, dtype=numbers[type(value)]) if type(value) in numbers
+            else _to_numpy(_flat_tensors(value)[0]) for name, value in zip(names, given)}
 
 
 def _fresh(value: Any) -> Any:
@@ -859,6 +884,7 @@ def _judge(built: Built, result: TruthResult) -> None:
     if program.exported_program is not None:
         built.random_outputs = (_random_outputs(program.exported_program)
                                 & _onnx_random_outputs(proto))
+        built.constant_inputs = _constant_inputs(program.exported_program)
     if reference is None:
         with _phase("eager"), torch.no_grad():
             reference = built.model
@@ -875,7 +901,7 @@ def _judge(built: Built, result: TruthResult) -> None:
         session = ort.InferenceSession(saved or proto.SerializeToString(), options,
                                        providers=["CPUExecutionProvider"])
     with _phase("ort_run"):
-        outputs = session.run(None, _feeds(session, _fresh(built.args), _fresh(built.kwargs)))
+        outputs = session.run(None, _feeds(session, built, built.args, built.kwargs))
         result.ort_seconds = time.perf_counter() - started
     result.example = SizeRun({})
     _compare(eager, outputs, built, result.example)
@@ -956,7 +982,7 @@ def _on_openvino(built: Built, saved: str | None, proto: Any, eager: Any, sessio
             core = ov.Core()
             compiled = core.compile_model(core.read_model(path), "CPU",
                                           {"EXECUTION_MODE_HINT": "ACCURACY"})
-            answers = compiled(_feeds(session, _fresh(built.args), _fresh(built.kwargs)))
+            answers = compiled(_feeds(session, built, built.args, built.kwargs))
         except Exception as error:
             raise RuntimeFailed(_with_traces(str(error), _named_nodes(str(error), proto))) \
                 from None
@@ -1003,7 +1029,7 @@ def _on_ort_web(built: Built, saved: str | None, proto: Any, eager: Any, session
         scratch = Path("ort-web")
         scratch.mkdir(exist_ok=True)
         (scratch / "model.onnx").write_bytes(proto.SerializeToString())
-        feeds = _feeds(session, _fresh(built.args), _fresh(built.kwargs))
+        feeds = _feeds(session, built, built.args, built.kwargs)
         (scratch / "inputs.json").write_text(json.dumps([
             {"name": name, "type": "bool" if array.dtype == np.bool_ else str(array.dtype),
              "dims": list(array.shape),
@@ -1054,7 +1080,7 @@ def _at_precisions(built: Built, saved: str | None, proto: Any, eager: Any,
              or os.environ.get(PRECISION_VARIABLE, "").split(",") if name not in ("", "fp32")]
     if not named or saved is not None:
         return
-    feeds = _feeds(session, _fresh(built.args), _fresh(built.kwargs))
+    feeds = _feeds(session, built, built.args, built.kwargs)
     expected = [_to_numpy(value) for value in _flat_tensors(eager)]
     for precision in named:
         with _phase("precision"):
@@ -1184,7 +1210,7 @@ def _run_both(built: Built, reference: Any, session: Any, args: tuple, kwargs: d
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
         return f"{type(error).__name__}: {first}"
     with _phase("dynamic"):
-        outputs = session.run(None, _feeds(session, _fresh(args), _fresh(kwargs)))
+        outputs = session.run(None, _feeds(session, built, args, kwargs))
     _compare(eager, outputs, built, run)
     return ""
 

@@ -206,10 +206,10 @@ def _at_precision(ctx: CheckContext, precision: str,
 
 
 def _variant(ctx: CheckContext, precision: str, keep: tuple[str, ...] = ()) -> _Model:
-    translated, loaded = ctx.need_translated(), ctx.need_loaded()
+    translated = ctx.need_translated()
     proto = precision_variants.convert(
         translated.model_proto, translated.weights, precision,
-        _feeds(translated.model_proto, loaded.args, loaded.kwargs), keep)
+        _feeds(ctx, translated.model_proto), keep)
     return _Model(proto, {}, None, precision)
 
 
@@ -321,7 +321,7 @@ def _matches_quietly(ctx: CheckContext, runtime: str, model: _Model) -> bool:
     """Whether ``model`` runs on ``runtime`` and every output is within its precision's
     budget (a fix's proof: nothing is reported)."""
     loaded = ctx.need_loaded()
-    feeds = _feeds(model.proto, loaded.args, loaded.kwargs)
+    feeds = _feeds(ctx, model.proto)
     outputs: list[np.ndarray] | None = None
     try:
         if runtime == "openvino-cpu":
@@ -335,8 +335,7 @@ def _matches_quietly(ctx: CheckContext, runtime: str, model: _Model) -> bool:
             provider = _PROVIDERS[runtime]
             session = ort_runner.create_session(model.proto, model.serialized, model.weights,
                                                 providers=(provider,))
-            outputs = ort_runner.run(session, ort_runner.flat_inputs(
-                *fresh_copy(loaded.args, loaded.kwargs)))
+            outputs = ort_runner.run(session, _example_inputs(ctx))
     except Exception:
         return False
     expected = _expected(loaded.eager_outputs)
@@ -362,8 +361,7 @@ def _ort_provider(ctx: CheckContext, runtime: str, model: _Model,
     try:
         session = ort_runner.create_session(model.proto, model.serialized, model.weights,
                                             providers=providers)
-        outputs = ort_runner.run(session, ort_runner.flat_inputs(
-            *fresh_copy(loaded.args, loaded.kwargs)))
+        outputs = ort_runner.run(session, _example_inputs(ctx))
     except Exception as error:
         return _onnx_runtime_failed(ctx, runtime, model, "run", str(error))
     placed = ort_runner.node_providers(session) if len(providers) > 1 else {}
@@ -409,7 +407,7 @@ def _openvino(ctx: CheckContext, model: _Model) -> RuntimeRun:
     if missing is not None:
         return _not_run_here(ctx, runtime, missing)
     loaded = ctx.need_loaded()
-    feeds = _feeds(model.proto, loaded.args, loaded.kwargs)
+    feeds = _feeds(ctx, model.proto)
     outcome = openvino_runner.run(model.proto, model.weights, feeds)
     node_names = [node.name for node in model.proto.graph.node]
     name = model.on(runtime)
@@ -436,7 +434,7 @@ def _ort_web(ctx: CheckContext, model: _Model) -> RuntimeRun:
         return _not_run_here(ctx, runtime, missing)
     loaded = ctx.need_loaded()
     outcome = ort_web_runner.run(model.proto, model.weights,
-                                 _feeds(model.proto, loaded.args, loaded.kwargs))
+                                 _feeds(ctx, model.proto))
     if outcome.failed_step is not None:
         return _onnx_runtime_failed(ctx, runtime, model, outcome.failed_step, outcome.message)
     matched = _compare(ctx, model.on(runtime), loaded.eager_outputs, outcome.outputs, model)
@@ -509,14 +507,18 @@ def _report_fallbacks(ctx: CheckContext, fallbacks: list[_Fallback]) -> None:
                                     op_type=entries[0][0].node.op_type))
 
 
-def _feeds(model: onnx.ModelProto, args: tuple, kwargs: dict[str, Any]
-           ) -> dict[str, np.ndarray]:
+def _feeds(ctx: CheckContext, model: onnx.ModelProto) -> dict[str, np.ndarray]:
     """The example inputs by graph input name (as torch.onnx flattens them)."""
-    inputs = [value for value in ort_runner.flat_inputs(*fresh_copy(args, kwargs))
-              if isinstance(value, torch.Tensor)]
+    inputs = _example_inputs(ctx)
     initializers = {tensor.name for tensor in model.graph.initializer}
     names = [value.name for value in model.graph.input if value.name not in initializers]
-    return {name: ort_runner.to_numpy(tensor) for name, tensor in zip(names, inputs)}
+    return {name: ort_runner.input_array(value) for name, value in zip(names, inputs)}
+
+
+def _example_inputs(ctx: CheckContext) -> list[Any]:
+    loaded = ctx.need_loaded()
+    return ort_runner.flat_inputs(*fresh_copy(loaded.args, loaded.kwargs),
+                                  ctx.need_captured().program)
 
 
 def _compare(ctx: CheckContext, runtime: str, eager: object, outputs: list[np.ndarray],

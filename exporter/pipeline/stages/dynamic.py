@@ -151,7 +151,8 @@ def _run_at(ctx: CheckContext, declared: DeclaredDims, size_run: SizeRun,
     before = len(ctx.diagnostics)
     try:
         outputs = ort_runner.run(ctx.need_ran().session,
-                                 ort_runner.flat_inputs(*fresh_copy(new_args, new_kwargs)))
+                                 ort_runner.flat_inputs(*fresh_copy(new_args, new_kwargs),
+                                                        ctx.need_captured().program))
     except Exception as error:
         if _confirm(outside, outcomes, size_run,
                     f"ONNX Runtime fails: {str(error).splitlines()[0]}"):

@@ -22,7 +22,8 @@ def run(ctx: CheckContext) -> None:
     try:
         started = time.perf_counter()
         outputs = ort_runner.run(
-            session, ort_runner.flat_inputs(*fresh_copy(loaded.args, loaded.kwargs)))
+            session, ort_runner.flat_inputs(*fresh_copy(loaded.args, loaded.kwargs),
+                                     ctx.need_captured().program))
         ctx.summary.ort_run_ms = (time.perf_counter() - started) * 1000
         ctx.ran = Ran(session, outputs)
     except Exception as error:

@@ -32,12 +32,17 @@ EXPECTED = {
     # a size returned before a tensor shifted every comparison (a false ONNX501/ONNX403 on
     # four targets); a constant output was "'int' object has no attribute 'name'"
     "number_outputs/model.py": [
-        ("ONNX202", "model.py", 42, 7, 42, 25, "error"),  # a size of a static dimension
-        ("ONNX403", "model.py", 55, 28, 55, 53, "error"),  # a wrong translation, a size first
-        ("ONNX403", "model.py", 55, 28, 55, 49, "error"),
-        ("ONNX501", "model.py", 55, 28, 55, 53, "error"),
-        ("ONNX502", "model.py", 55, 28, 55, 49, "error"),
-        ("ONNX202", "model.py", 75, 7, 75, 25, "error"),  # a flag in a dict of outputs
+        ("ONNX202", "model.py", 43, 7, 43, 25, "error"),  # a size of a static dimension
+        ("ONNX403", "model.py", 56, 28, 56, 53, "error"),  # a wrong translation, a size first
+        ("ONNX403", "model.py", 56, 28, 56, 49, "error"),
+        ("ONNX501", "model.py", 56, 28, 56, 53, "error"),
+        ("ONNX502", "model.py", 56, 28, 56, 49, "error"),
+        ("ONNX202", "model.py", 76, 7, 76, 25, "error"),  # a flag in a dict of outputs
+        ("ONNX504", "model.py", 91, 32, 91, 51, "info"),  # a size, then a random draw
+    ],
+    # an int input declared dynamic is an ONNX input: every target was a false ONNX402
+    "number_inputs/model.py": [
+        ("ONNX501", "model.py", 43, 16, 43, 44, "error"),  # a wrong translation after it
     ],
     "constructor_error/model.py": [("ONNX003", "model.py", 8, 22, 8, 34, "error")],
     # operators without a translation in control flow's subgraphs: one ONNX202 at the class

@@ -33,3 +33,22 @@ def test_numbers_among_the_outputs_are_outputs_of_their_own_in_place() -> None:
     assert [array.shape for array in expected] == [(), (2, 3), (), ()]
     assert [array.dtype.kind for array in expected] == ["i", "f", "f", "b"]
     assert expected[0] == 3 and np.array_equal(expected[1], hidden.numpy())
+
+
+def test_the_inputs_are_those_the_exported_program_did_not_make_constants() -> None:
+    # an int declared dynamic is a 0-d int64 input in its place; a static int and None are
+    # part of the graph (tests/exporter/fixtures/number_inputs, judged by the corpus)
+    class Window(torch.nn.Module):
+        def forward(self, x, mask, start: int, length: int):
+            return x.narrow(0, start, length)
+
+    x = torch.ones(6, 2)
+    args = (x, None, 1, 4)
+    program = torch.export.export(Window(), args,
+                                  dynamic_shapes=(None, None, None, torch.export.Dim.DYNAMIC))
+    inputs = ort_runner.flat_inputs(args, {}, program)
+    assert len(inputs) == 2 and inputs[0] is x and inputs[1] == 4
+    number = ort_runner.input_array(inputs[1])
+    assert number.shape == () and number.dtype == np.int64
+    # without the program: the tensors
+    assert ort_runner.flat_inputs(args, {}) == [x]
