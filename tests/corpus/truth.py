@@ -393,6 +393,11 @@ def _export_call_built(call: dict[str, Any]) -> Built:
             model = program.module()
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"the call exports a {type(model).__name__}")
+        # inputs torch.export cannot take (a list, None, a dict) are given to the export as
+        # the call gives them, where it fails; the eager model runs with them as a tuple
+        written = None if isinstance(args, (tuple, torch.Tensor)) else (args, call["kwargs"])
+        if written is not None:
+            args = tuple(args) if isinstance(args, list) else ()
         args, kwargs = _compat._get_torch_export_args(
             (args,) if isinstance(args, torch.Tensor) else tuple(args), call["kwargs"])
         dynamic_shapes = call["dynamic_shapes"] if program is None else None
@@ -404,7 +409,8 @@ def _export_call_built(call: dict[str, Any]) -> Built:
                "input_names": call["input_names"], "output_names": call["output_names"],
                "custom_translation_table": call["custom_translation_table"],
                "training": model.training}
-    return Built(model, tuple(args), dict(kwargs or {}), bool(kwargs), options, program)
+    return Built(model, tuple(args), dict(kwargs or {}), bool(kwargs), options, program,
+                 written=written)
 
 
 def _load(path: Path, root: Path, target: Any) -> Built:
@@ -861,8 +867,11 @@ def _judge(built: Built, result: TruthResult) -> None:
         # a lazy module's copy would draw other weights at its first forward than the export
         # gives the model itself (nn.LazyLinear): its eager run follows the export instead
         lazy = any(torch.nn.parameter.is_lazy(p) for p in built.model.parameters())
+        # inputs torch.export cannot take: the export fails first, as in the script
+        unreadable = built.written is not None and not isinstance(built.written[0],
+                                                                  (tuple, torch.Tensor))
         try:
-            reference = None if lazy else copy.deepcopy(built.model)
+            reference = None if lazy or unreadable else copy.deepcopy(built.model)
         except Exception:
             reference = None  # the model cannot be copied: eager runs after the export
         if reference is not None:

@@ -318,6 +318,25 @@ def _refuse_keywords_forward_cannot_take(ctx: CheckContext, model: Any, args: tu
         return
 
 
+def _refuse_inputs_not_a_tuple(ctx: CheckContext, given: Any) -> None:
+    """torch.onnx.export wraps one tensor in a tuple and gives torch.export the rest of its
+    ``args`` as they are; torch.export takes only a tuple, so a list (which the TorchScript
+    exporter took) or None stops the capture, and a dict fails before it, where torch.onnx
+    reads the inputs by position: ONNX105, as the capture's own failures, said before the
+    eager run (which would run the model with inputs the export never gives it)."""
+    if isinstance(given, (tuple, torch.Tensor)):
+        return
+    what = "None" if given is None else f"a {type(given).__name__}"
+    reason = ("it reads the inputs by position and fails with `KeyError: -1`"
+              if isinstance(given, dict) else "torch.export stops with \"Expecting `args` to be a "
+              f"tuple of example positional inputs, got {type(given)}\"")
+    ctx.report("ONNX105", "torch.onnx.export takes the example inputs `args` as a tuple (or one "
+               f"tensor), and this call gives {what}: {reason}.",
+               hint="Give the inputs as a tuple: `(x, y)`, or `tuple(inputs)`; keyword inputs "
+                    "go in `kwargs={...}`.")
+    raise StageFailed
+
+
 def _from_export_call(ctx: CheckContext, function: Any,
                       interception: Interception) -> tuple[Any, tuple, dict[str, Any]]:
     """The model and inputs of the function's torch.onnx.export call at the target's line;
@@ -363,8 +382,9 @@ def _from_export_call(ctx: CheckContext, function: Any,
         ctx.report("ONNX003", f"{the_call.capitalize()} exports a {type(model).__name__}; "
                    "onnxlens checks the export of a torch.nn.Module or an ExportedProgram.")
         raise StageFailed
-    args, kwargs = export_inputs(call)
     given = call["args"]
+    _refuse_inputs_not_a_tuple(ctx, given)
+    args, kwargs = export_inputs(call)
     if len(args) < (1 if isinstance(given, torch.Tensor) else len(given)):
         _refuse_keywords_forward_cannot_take(ctx, model, args, kwargs, None)
     if program is None:  # a program's dynamic dimensions are its own

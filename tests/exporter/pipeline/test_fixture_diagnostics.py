@@ -117,6 +117,15 @@ EXPECTED = {
                                    ("ONNX501", "model.py", 61, 20, 61, 40, "error")],
     # export calls of an ExportedProgram: each was ONNX003 ("checks the export of a
     # torch.nn.Module"); a TorchScript module, refused by the exporter, was ONNX004
+    # inputs torch.export cannot take: a list, None or a dict was clean (three), ONNX003 or
+    # ONNX202 before
+    "export_call_inputs/model.py": [
+        ("ONNX105", "model.py", 21, 5, 21, 22, "error"),  # a list
+        ("ONNX105", "model.py", 27, 5, 27, 22, "error"),  # a list ending in keyword inputs
+        ("ONNX105", "model.py", 37, 5, 37, 12, "error"),  # a list, through a helper
+        ("ONNX105", "model.py", 42, 5, 42, 22, "error"),  # None
+        ("ONNX105", "model.py", 47, 5, 47, 22, "error"),  # a dict
+    ],
     "exported_programs/model.py": [
         ("ONNX201", "model.py", 33, 16, 33, 26, "error"),  # i0, in a helper of the forward
         ("ONNX501", "model.py", 72, 9, 72, 26, "error"),  # a wrong custom translation
@@ -332,6 +341,8 @@ def test_messages_name_the_problem(fixture_results):
     # a constant output is named with its place among the flattened outputs
     assert "returns a constant, 3 as output 3" in " ".join(messages("number_outputs/model.py"))
     assert "True as output 2" in " ".join(messages("number_outputs/model.py"))
+    assert 'this call gives a list: torch.export stops with "Expecting `args` to be a tuple' \
+        in " ".join(messages("export_call_inputs/model.py"))
 
 
 def test_problem_in_helper_module_links_back_to_the_target(fixture_results):
