@@ -445,10 +445,14 @@ def _load(path: Path, root: Path, target: Any) -> Built:
                 args = rest[0] if args is None else args
                 if len(rest) > 1 and kwargs is None:
                     kwargs = rest[1]
+        # inputs of the module's own that torch.export cannot take (not a tuple): exported
+        # as `torch.onnx.export(model)` reads them, where it fails
+        unreadable = None
         if target.exportable_module:
             if args is None:
                 args, own_kwargs = model.example_arguments()
                 kwargs = own_kwargs if kwargs is None else kwargs
+                unreadable = None if isinstance(args, tuple) else ((), None)
             if "dynamic_shapes" not in options:
                 options["dynamic_shapes"] = model.dynamic_shapes()
             for key in ("input_names", "output_names"):
@@ -464,6 +468,9 @@ def _load(path: Path, root: Path, target: Any) -> Built:
             raise TypeError(f"the target built a {type(model).__name__}, not a torch.nn.Module")
         model = model.train() if options.get("training") else model.eval()
         split_args, split_kwargs = _compat._get_torch_export_args(args, kwargs)
+    if unreadable is not None:
+        return Built(model, args, dict(kwargs or {}), kwargs is not None, options,
+                     written=unreadable)
     if len(split_args) != len(args):
         return Built(model, tuple(split_args), dict(split_kwargs or {}), True, options,
                      written=(args, kwargs))

@@ -275,6 +275,7 @@ def _call_factory(ctx: CheckContext, factory: Any,
                 kwargs = produced[2]
     if args is None and ctx.target.exportable_module and isinstance(model, torch.nn.Module):
         args, kwargs_from_model = model.example_arguments()
+        _refuse_inputs_not_a_tuple(ctx, args, from_module=True)
         kwargs = kwargs if kwargs is not None else kwargs_from_model
     if args is None and kwargs is not None:
         args = ()  # a model whose inputs are all keywords: torch.onnx.export(m, (), kwargs=...)
@@ -318,22 +319,34 @@ def _refuse_keywords_forward_cannot_take(ctx: CheckContext, model: Any, args: tu
         return
 
 
-def _refuse_inputs_not_a_tuple(ctx: CheckContext, given: Any) -> None:
-    """torch.onnx.export wraps one tensor in a tuple and gives torch.export the rest of its
-    ``args`` as they are; torch.export takes only a tuple, so a list (which the TorchScript
-    exporter took) or None stops the capture, and a dict fails before it, where torch.onnx
-    reads the inputs by position: ONNX105, as the capture's own failures, said before the
-    eager run (which would run the model with inputs the export never gives it)."""
-    if isinstance(given, (tuple, torch.Tensor)):
+def _refuse_inputs_not_a_tuple(ctx: CheckContext, given: Any, *,
+                               from_module: bool = False) -> None:
+    """torch.onnx.export wraps one tensor given as ``args`` in a tuple and gives torch.export
+    the rest as it is (an ExportableModule's ``example_arguments()`` without even that);
+    torch.export takes only a tuple, so a list (which the TorchScript exporter took) or None
+    stops the capture, and a dict fails before it, where torch.onnx reads the inputs by
+    position: ONNX105, as the capture's own failures, said before the eager run (which would
+    run the model with inputs the export never gives it)."""
+    if isinstance(given, tuple) or (isinstance(given, torch.Tensor) and not from_module):
         return
     what = "None" if given is None else f"a {type(given).__name__}"
     reason = ("it reads the inputs by position and fails with `KeyError: -1`"
               if isinstance(given, dict) else "torch.export stops with \"Expecting `args` to be a "
               f"tuple of example positional inputs, got {type(given)}\"")
-    ctx.report("ONNX105", "torch.onnx.export takes the example inputs `args` as a tuple (or one "
-               f"tensor), and this call gives {what}: {reason}.",
-               hint="Give the inputs as a tuple: `(x, y)`, or `tuple(inputs)`; keyword inputs "
-                    "go in `kwargs={...}`.")
+    if isinstance(given, torch.Tensor):
+        reason = ("it is not wrapped in a tuple, as a tensor given as `args` is, and the "
+                  "export fails")
+    if from_module:
+        message = ("torch.onnx.export takes the example inputs `example_arguments()` returns "
+                   f"as a tuple, and `{ctx.target.symbol}.example_arguments()` returns {what} "
+                   f"as them: {reason}.")
+        hint = "Return `(args, kwargs)` with `args` a tuple: `return (x, y), None`."
+    else:
+        message = ("torch.onnx.export takes the example inputs `args` as a tuple (or one "
+                   f"tensor), and this call gives {what}: {reason}.")
+        hint = ("Give the inputs as a tuple: `(x, y)`, or `tuple(inputs)`; keyword inputs go "
+                "in `kwargs={...}`.")
+    ctx.report("ONNX105", message, hint=hint)
     raise StageFailed
 
 

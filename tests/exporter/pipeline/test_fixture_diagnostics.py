@@ -126,6 +126,13 @@ EXPECTED = {
         ("ONNX105", "model.py", 42, 5, 42, 22, "error"),  # None
         ("ONNX105", "model.py", 47, 5, 47, 22, "error"),  # a dict
     ],
+    # an ExportableModule's example_arguments() that are not a tuple: clean before (4)
+    "exportable_inputs/model.py": [
+        ("ONNX105", "model.py", 8, 7, 8, 17, "error"),  # a list
+        ("ONNX105", "model.py", 16, 7, 16, 22, "error"),  # a list, keyword inputs apart
+        ("ONNX105", "model.py", 24, 7, 24, 16, "error"),  # one tensor
+        ("ONNX105", "model.py", 36, 7, 36, 22, "error"),  # a list from a helper
+    ],
     "exported_programs/model.py": [
         ("ONNX201", "model.py", 33, 16, 33, 26, "error"),  # i0, in a helper of the forward
         ("ONNX501", "model.py", 72, 9, 72, 26, "error"),  # a wrong custom translation
@@ -343,6 +350,8 @@ def test_messages_name_the_problem(fixture_results):
     assert "True as output 2" in " ".join(messages("number_outputs/model.py"))
     assert 'this call gives a list: torch.export stops with "Expecting `args` to be a tuple' \
         in " ".join(messages("export_call_inputs/model.py"))
+    assert "`ListInputs.example_arguments()` returns a list as them" \
+        in " ".join(messages("exportable_inputs/model.py"))
 
 
 def test_problem_in_helper_module_links_back_to_the_target(fixture_results):
