@@ -19,6 +19,19 @@ from exporter.pipeline.session import ExportSession
 from tests.conftest import FIXTURES, REPO
 
 RUNTIMES = "runtimes/model.py"
+PRECISION = "precision/model.py"
+
+
+@pytest.fixture(scope="module")
+def fixture_results(session):
+    """The two fixture files this module reads, checked once (the session-wide
+    ``fixture_results`` of tests/conftest.py checks every fixture, which this module's
+    process would otherwise do again for two of them)."""
+    results = {}
+    for name in (RUNTIMES, PRECISION):
+        workspace = FIXTURES / name.partition("/")[0]
+        results[name] = (workspace.resolve(), session.check_file(FIXTURES / name, workspace))
+    return results
 
 
 def _targets(fixture_results):
@@ -204,8 +217,6 @@ def test_a_node_onnx_runtime_fused_is_placed_under_a_name_of_its_own(tmp_path):
     assert any(exported_origin(name, exported) is not None and name not in exported
                for name in placed)
 
-
-PRECISION = "precision/model.py"
 
 
 def _precision_targets(fixture_results):
