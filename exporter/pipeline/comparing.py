@@ -17,9 +17,10 @@ from exporter.findings.result import NumericsRun
 from exporter.pipeline import ort_runner
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
-from exporter.pipeline.intermediates import intermediates, output_nodes
+from exporter.pipeline.intermediates import intermediates, operation, output_nodes
 from exporter.pipeline.onnx_nodes import STACK_TRACE_KEY, metadata
 from exporter.pipeline.random_draws import onnx_random_values, random_outputs, random_sources
+from exporter.pipeline.training_modules import training_note
 
 # (atol, rtol) by dtype; integers and booleans must match exactly.
 _TOLERANCES = {
@@ -163,6 +164,7 @@ def report_random_outputs(ctx: CheckContext) -> None:
                    f"{'its shape was' if len(names) == 1 else 'their shapes were'} compared "
                    "with PyTorch's.",
                    ctx.map_stack_trace(source.meta.get("stack_trace"), hint=op),
+                   hint=training_note(ctx.need_loaded().model, source),
                    data=FindingData(fx_node=source.name, operator=op))
 
 
@@ -257,10 +259,13 @@ def first_divergence(ctx: CheckContext, args: tuple, kwargs: dict[str, Any], *, 
 def _blame_the_output(ctx: CheckContext, rule: str, since: int, found: AtAnOutput) -> None:
     """Say on each output mismatch reported since ``since`` where the values first diverge:
     at an output's own operator, so no ONNX502 comes."""
-    hint = (f"The values first diverge at `{found.node.target}` (FX node `{found.node.name}`), "
+    op, node = operation(found.node)
+    hint = (f"The values first diverge at `{op}` ({node}), "
             f"the operation that computes output `{found.output}`: every value computed "
-            "before it matches PyTorch. Check its translation (often a custom translation), "
-            "or loosen the tolerance.")
+            "before it matches PyTorch. " + (
+                training_note(ctx.need_loaded().model, found.node)
+                or "Check its translation (often a custom translation), or loosen the "
+                "tolerance."))
     _rehint(ctx, rule, since, hint)
 
 
@@ -284,12 +289,13 @@ def _rehint(ctx: CheckContext, rule: str, since: int, hint: str) -> None:
 
 def _report_divergence(ctx: CheckContext, node: Any, max_abs: float, max_rel: float,
                        situation: str, rule: str) -> None:
-    op = str(node.target)
+    op, named = operation(node)
     ctx.report(
         rule,
-        f"The values first diverge at `{op}` (FX node `{node.name}`){situation}: max abs "
+        f"The values first diverge at `{op}` ({named}){situation}: max abs "
         f"error {max_abs:.3g}, max rel error {max_rel:.3g}; every value computed before it "
         "matches PyTorch.",
         ctx.map_stack_trace(node.meta.get("stack_trace"), hint=op),
+        hint=training_note(ctx.need_loaded().model, node),
         data=FindingData(fx_node=node.name, operator=op),
     )

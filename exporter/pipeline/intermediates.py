@@ -9,6 +9,7 @@ program once, keeping each node's value: the same pairs, compared in graph order
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,16 @@ def output_nodes(program: torch.export.ExportedProgram) -> list[torch.fx.Node | 
     return [nodes.get(spec.arg.name) for spec in program.graph_signature.output_specs
             if spec.kind == signature.OutputKind.USER_OUTPUT
             and not isinstance(spec.arg, signature.ConstantArgument)]
+
+
+def operation(node: torch.fx.Node) -> tuple[str, str]:
+    """The operator an FX node's value comes from, and the node named for a message. A
+    ``getitem`` taking one output of a multi-output operator (a batch norm's, an LSTM's) is
+    named as that operator's output: ``<built-in function getitem>`` tells a user nothing."""
+    source = node.args[0] if node.target is operator.getitem and node.args else None
+    if isinstance(source, torch.fx.Node) and source.op == "call_function":
+        return str(source.target), f"output {node.args[1]} of FX node `{source.name}`"
+    return str(node.target), f"FX node `{node.name}`"
 
 
 def intermediates(program: torch.export.ExportedProgram, proto: onnx.ModelProto,

@@ -39,7 +39,7 @@ from exporter.pipeline.comparing import (
 )
 from exporter.pipeline.context import CheckContext
 from exporter.pipeline.example_inputs import fresh_copy
-from exporter.pipeline.intermediates import intermediates
+from exporter.pipeline.intermediates import intermediates, operation
 from exporter.pipeline.locating import short_message
 from exporter.pipeline.onnx_nodes import (
     STACK_TRACE_KEY,
@@ -229,10 +229,10 @@ def _locate_loss(ctx: CheckContext, model: _Model, differing: list[str]) -> None
     found = _first_loss(ctx, model)
     if found is None:
         return
-    operator = str(found.node.target)
+    operator, named = operation(found.node)
     fix = _proven_fix(ctx, model.precision, found, differing)
     ctx.report("ONNX707", f"At {model.precision} the values first go wrong at `{operator}` "
-               f"(FX node `{found.node.name}`): its value {found.loss}; every value computed "
+               f"({named}): its value {found.loss}; every value computed "
                f"before it is within the budget.{fix}",
                ctx.map_stack_trace(found.node.meta.get("stack_trace"), hint=operator),
                data=FindingData(fx_node=found.node.name, operator=operator))

@@ -290,6 +290,20 @@ EXPECTED = {
         ("ONNX706", "model.py", 61, 16, 61, 36, "error"),  # int8: a wide concatenation
         ("ONNX707", "model.py", 61, 16, 61, 36, "error"),
     ],
+    # modules left in training mode at the export call (or by the pragma's `training=True`):
+    # the notes and the first divergence name the dropout or normalization and say to call
+    # `model.eval()`; the instance normalization and the eval-mode control are clean
+    "training_mode/model.py": [
+        ("ONNX504", "model.py", 17, 16, 17, 58, "info"),  # Dropout, never eval'd
+        ("ONNX501", "model.py", 26, 16, 26, 49, "error"),  # BatchNorm2d, through a helper
+        ("ONNX502", "model.py", 26, 16, 26, 49, "error"),
+        ("ONNX504", "model.py", 35, 16, 35, 28, "info"),  # one AlphaDropout back in training
+        ("ONNX403", "model.py", 64, 5, 64, 22, "error"),  # the normalization is the model
+        ("ONNX501", "model.py", 64, 5, 64, 22, "error"),
+        ("ONNX501", "model.py", 77, 16, 77, 59, "error"),  # the pragma's training=True
+        ("ONNX502", "model.py", 77, 16, 77, 59, "error"),
+        ("ONNX504", "model.py", 100, 16, 100, 61, "info"),  # F.dropout(training=True)
+    ],
     "verdicts/opsets.py": [("ONNX203", "opsets.py", 25, 49, 25, 54, "warning")],
     "verdicts/sparse_tensors.py": [],
     "verdicts/strict_capture.py": [],
@@ -352,6 +366,28 @@ def test_messages_name_the_problem(fixture_results):
         in " ".join(messages("export_call_inputs/model.py"))
     assert "`ListInputs.example_arguments()` returns a list as them" \
         in " ".join(messages("exportable_inputs/model.py"))
+
+
+def test_a_module_left_in_training_mode_is_named_with_the_call_to_eval(fixture_results):
+    """The hint at what a dropout or normalization in training mode computes names the module
+    by its path and says to call `model.eval()`; the first divergence names the batch norm
+    whose output a `getitem` takes, not `getitem`; a dropout the code asks for by itself
+    keeps the usual hint."""
+    hints = {(d.location.range.start.line, d.rule): d.hint or ""
+             for d in fixture_results["training_mode/model.py"][1].diagnostics}
+    eval_advice = "Call `model.eval()` before exporting a model for inference"
+    for line, rule, module in ((17, "ONNX504", "`drop` (Dropout) is in training mode"),
+                               (26, "ONNX502", "`features.1` (BatchNorm2d) is in training"),
+                               (35, "ONNX504", "`proj.1` (AlphaDropout) is in training mode"),
+                               (64, "ONNX501", "BatchNorm1d is in training mode"),
+                               (77, "ONNX502", "`encoder.norm` (BatchNorm1d) is in training")):
+        assert module in hints[line, rule] and eval_advice in hints[line, rule], (line, rule)
+    assert "model.eval()" not in hints[100, "ONNX504"]
+    (divergence,) = [d.message for d in fixture_results["training_mode/model.py"][1].diagnostics
+                     if d.rule == "ONNX502" and d.location.range.start.line == 26]
+    assert divergence.startswith(
+        "The values first diverge at `aten._native_batch_norm_legit_functional.default` "
+        "(output 0 of FX node `_native_batch_norm_legit_functional`)")
 
 
 def test_problem_in_helper_module_links_back_to_the_target(fixture_results):
