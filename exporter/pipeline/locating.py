@@ -18,7 +18,8 @@ from exporter.toolchain import torch_compat
 
 
 def report_at_node(
-    ctx: CheckContext, rule: str, headline: str, message: str, fallback: Location | None = None
+    ctx: CheckContext, rule: str, headline: str, message: str, fallback: Location | None = None,
+    hint: str | None = None,
 ) -> None:
     """Report ``message`` at the source line of every node it names (or at the target)."""
     proto = ctx.translated.model_proto if ctx.translated is not None else None
@@ -31,10 +32,10 @@ def report_at_node(
         if where is None:
             continue
         ctx.report(rule, f"{headline} at ONNX node `{node.name}` ({node.op_type}): {detail}",
-                   where, data=FindingData(onnx_node=node.name, op_type=node.op_type))
+                   where, hint=hint, data=FindingData(onnx_node=node.name, op_type=node.op_type))
         reported = True
     if not reported:
-        ctx.report(rule, f"{headline}: {detail}", fallback)
+        ctx.report(rule, f"{headline}: {detail}", fallback, hint=hint)
 
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : (\w+) : ")
 

@@ -47,6 +47,19 @@ class TargetOptions:
         setattr(self, key, value)
         self.given.add(key)
 
+    def name_clash(self) -> tuple[str, str] | None:
+        """A name given to the ONNX model's inputs and outputs that cannot be kept (each ONNX
+        value has one name of its own), and why: it is twice in ``input_names`` or
+        ``output_names``, or it names an input and an output."""
+        inputs = [str(name) for name in self.input_names or ()]
+        outputs = [str(name) for name in self.output_names or ()]
+        for names, key in ((inputs, "input_names"), (outputs, "output_names")):
+            twice = next((name for at, name in enumerate(names) if name in names[:at]), None)
+            if twice is not None:
+                return twice, f"`{twice}` is in `{key}` twice"
+        both = next((name for name in outputs if name in inputs), None)
+        return (both, f"`{both}` names an input and an output") if both is not None else None
+
     def get(self, key: str) -> Any:
         if key not in _FIELDS:
             raise KeyError(f"no export option {key!r}")

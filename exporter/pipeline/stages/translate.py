@@ -80,8 +80,11 @@ def run(ctx: CheckContext) -> None:
                                     output_names=ctx.options.output_names)
     except Exception as error:
         reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        clash = ctx.options.name_clash()
         ctx.report("ONNX202", "Finishing the ONNX model (opset conversion, optimization, "
-                   f"input and output names) failed: {reason.rstrip(': ')}")
+                   f"input and output names) failed: {reason.rstrip(': ')}",
+                   hint=f"Give each input and output a name of its own: {clash[1]}."
+                   if clash else None)
         raise StageFailed from error
     torch_compat.rename_dynamic_axes(onnx_program, ctx.need_loaded().dynamic_shapes)
     ctx.translated = _finish(ctx, onnx_program)

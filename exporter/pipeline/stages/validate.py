@@ -5,12 +5,19 @@ neither needs their values, and the proto stays small."""
 
 from __future__ import annotations
 
+import re
+
 import onnx
 
 from exporter.pipeline.context import CheckContext, Validated
 from exporter.pipeline.locating import report_at_node
 from exporter.pipeline.stages.base import StageFailed
 from exporter.pipeline.weights_apart import checkable
+
+
+def _quoted(message: str) -> set[str]:
+    """The names a checker message quotes (``'x' has been used as output names ...``)."""
+    return set(re.findall(r"'([^']*)'", message))
 
 
 def run(ctx: CheckContext) -> None:
@@ -26,7 +33,11 @@ def run(ctx: CheckContext) -> None:
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as error:
-        report_at_node(ctx, "ONNX301", "onnx.checker rejected the model", str(error))
+        clash = ctx.options.name_clash()  # the hint when the checker names that name
+        named = clash is not None and clash[0] in _quoted(str(error))
+        report_at_node(ctx, "ONNX301", "onnx.checker rejected the model", str(error),
+                       hint=f"Give each input and output a name of its own: {clash[1]}."
+                       if clash is not None and named else None)
         failed = True
     try:
         _infer_shapes(model, checked)

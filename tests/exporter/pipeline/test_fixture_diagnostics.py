@@ -200,6 +200,14 @@ EXPECTED = {
         ("ONNX201", "model.py", 7, 13, 7, 32, "error"),
         ("ONNX201", "model.py", 10, 13, 10, 29, "error"),
     ],
+    # names the ONNX model cannot keep: the hint names the name (it spoke of translations)
+    "name_clashes/model.py": [
+        ("ONNX202", "model.py", 23, 5, 23, 22, "error"),  # an input name twice
+        ("ONNX301", "model.py", 29, 5, 29, 22, "error"),  # an output named as an input
+        ("ONNX202", "model.py", 42, 5, 42, 10, "error"),  # through a helper
+        ("ONNX202", "model.py", 46, 7, 46, 25, "error"),  # a pragma's output names
+        ("ONNX301", "model.py", 52, 7, 52, 33, "error"),
+    ],
     "no_translation/model.py": [
         ("ONNX201", "model.py", 7, 13, 7, 32, "error"),
         ("ONNX201", "model.py", 8, 13, 8, 29, "error"),
@@ -366,6 +374,13 @@ def test_messages_name_the_problem(fixture_results):
         in " ".join(messages("export_call_inputs/model.py"))
     assert "`ListInputs.example_arguments()` returns a list as them" \
         in " ".join(messages("exportable_inputs/model.py"))
+    clash_hints = {d.location.range.start.line: d.hint
+                   for d in fixture_results["name_clashes/model.py"][1].diagnostics}
+    assert clash_hints == {
+        line: f"Give each input and output a name of its own: {why}." for line, why in (
+            (23, "`x` is in `input_names` twice"), (29, "`x` names an input and an output"),
+            (42, "`weights` is in `output_names` twice"), (46, "`same` is in `output_names` twice"),
+            (52, "`key` names an input and an output"))}
 
 
 def test_a_module_left_in_training_mode_is_named_with_the_call_to_eval(fixture_results):

@@ -34,3 +34,20 @@ def test_every_evaluated_pragma_key_is_an_option_and_nothing_else_is():
         options.set("given", set())
     with pytest.raises(KeyError, match="no export option 'opset_version'"):
         options.get("opset_version")
+
+
+@pytest.mark.parametrize("input_names, output_names, clash", [
+    (["x", "x"], None, ("x", "`x` is in `input_names` twice")),
+    (None, ("a", "b", "a"), ("a", "`a` is in `output_names` twice")),
+    (["q", "k"], ["out", "k"], ("k", "`k` names an input and an output")),
+    (["q", "k"], ["out", "weights"], None),
+    (None, None, None),
+])
+def test_a_name_given_twice_or_to_an_input_and_an_output_is_a_clash(input_names, output_names,
+                                                                      clash):
+    options = TargetOptions.defaulting_to(ExportOptions())
+    if input_names is not None:
+        options.set("input_names", input_names)
+    if output_names is not None:
+        options.set("output_names", output_names)
+    assert options.name_clash() == clash
