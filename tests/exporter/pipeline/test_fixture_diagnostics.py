@@ -208,6 +208,15 @@ EXPECTED = {
         ("ONNX202", "model.py", 46, 7, 46, 25, "error"),  # a pragma's output names
         ("ONNX301", "model.py", 52, 7, 52, 33, "error"),
     ],
+    # models that return no tensor: ONNX Runtime's refusal of a model without outputs, said
+    # in words (it was ONNX Runtime's internals and a hint about dtypes)
+    "no_outputs/model.py": [
+        ("ONNX401", "model.py", 11, 7, 11, 18, "error"),  # None
+        ("ONNX401", "model.py", 18, 7, 18, 26, "error"),  # ()
+        ("ONNX401", "model.py", 25, 7, 25, 27, "error"),  # only updates its buffer
+        ("ONNX401", "model.py", 41, 5, 41, 22, "error"),  # an export call, a dict of None
+        ("ONNX401", "model.py", 45, 5, 45, 17, "error"),  # a factory, nested None
+    ],
     "no_translation/model.py": [
         ("ONNX201", "model.py", 7, 13, 7, 32, "error"),
         ("ONNX201", "model.py", 8, 13, 8, 29, "error"),
@@ -374,6 +383,10 @@ def test_messages_name_the_problem(fixture_results):
         in " ".join(messages("export_call_inputs/model.py"))
     assert "`ListInputs.example_arguments()` returns a list as them" \
         in " ".join(messages("exportable_inputs/model.py"))
+    assert {m for m in messages("no_outputs/model.py")} == {
+        "The model returns no tensor (its forward gives `None`, or nothing but `None`), so the "
+        "ONNX model has no outputs, and ONNX Runtime cannot create a session for a model "
+        "without outputs."}
     clash_hints = {d.location.range.start.line: d.hint
                    for d in fixture_results["name_clashes/model.py"][1].diagnostics}
     assert clash_hints == {
