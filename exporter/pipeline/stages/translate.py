@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 import re
+import types
 from dataclasses import replace
 from typing import Any
 
@@ -22,8 +23,16 @@ _FAILED_NODE = re.compile(r"Error when translating node %(\w+)")
 
 
 def _op_name(target: Any) -> str:
-    return str(getattr(target, "name", lambda: target)() if callable(getattr(target, "name", None))
-               else target)
+    """An FX node's target as the user wrote it: ``aten::digamma``; a Python function on
+    sizes (``round(x.shape[0] / 2)``) as ``round()``, ``math.ceil``, ``operator.floordiv``,
+    ``torch.sym_float``, not ``<built-in function round>`` or a function's address."""
+    if callable(getattr(target, "name", None)):  # an operator overload, a higher-order op
+        return str(target.name())
+    if isinstance(target, types.BuiltinFunctionType | types.FunctionType):
+        module = {"builtins": "", "_operator": "operator"}.get(target.__module__ or "",
+                                                              target.__module__ or "")
+        return f"{module}.{target.__qualname__}" if module else f"{target.__qualname__}()"
+    return str(target)
 
 
 def run(ctx: CheckContext) -> None:
