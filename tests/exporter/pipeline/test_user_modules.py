@@ -5,22 +5,7 @@ which torch.export's strict capture kept by name (exporter/pipeline/user_modules
 
 from __future__ import annotations
 
-from pathlib import Path
-
-FIRST = '''\
-import torch
-
-
-class Prediction:
-    def __init__(self, logits):
-        self.logits = logits
-
-
-# onnx-export: args=(torch.randn(2, 3),)
-class Wrapped(torch.nn.Module):
-    def forward(self, x):
-        return Prediction(x * 2)
-'''
+from tests.conftest import FIXTURES
 
 SECOND = '''\
 import math
@@ -35,16 +20,10 @@ class SquareRoot(torch.nn.Module):
 '''
 
 
-def _write(root: Path, text: str) -> Path:
-    root.mkdir()
-    path = root / "model.py"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def test_a_file_named_like_one_checked_before_is_traced_with_its_own_globals(session, tmp_path):
-    first = _write(tmp_path / "first", FIRST)
-    second = _write(tmp_path / "second", SECOND)
+    first = FIXTURES / "io_structure" / "model.py"
+    second = tmp_path / "model.py"  # the same module name, `model`
+    second.write_text(SECOND, encoding="utf-8")
     # the first's capture fails in every strategy, its strict one (dynamo) included
     assert [d.rule for d in session.check_file(first, first.parent).diagnostics] == ["ONNX104"]
     # the second's strict capture keeps `math.sqrt` of the size, which has no translation (as
