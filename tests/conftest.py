@@ -51,7 +51,6 @@ EVERY_TORCH = frozenset({
     "tests/exporter/pipeline/test_session.py",
     "tests/exporter/pipeline/test_soundness.py",
     "tests/exporter/pipeline/test_strict_recapture.py",
-    "tests/exporter/pipeline/test_user_modules.py",
     "tests/exporter/pipeline/test_verdicts.py",
     "tests/exporter/pipeline/test_weights_apart.py",
     "tests/exporter/source/test_traces.py",

@@ -131,39 +131,8 @@ class _NotebookLoader(importlib.abc.Loader):
         raise ImportError("a notebook is executed by onnxlens, not imported")
 
 
-def _forget_another_files_module(name: str, path: Path) -> None:
-    """torch.export's strict capture (dynamo) keeps each module it imports for the traced code
-    for the life of the process, by name: in a cache (``symbolic_convert._import_module``), as
-    a global of its own code (``__import_model`` in ``torch._dynamo.functional_export``), and
-    in the code it compiled with them. A file imported under the name of another file checked
-    before in the same process (every ``model.py``) was traced with the other one's globals
-    (``module 'model' has no attribute 'math'``), and its capture failed. A worker checks each
-    file in a fresh process, so only a process that checks several (tests/conftest.py) meets
-    it: there dynamo forgets them, and its compiled code with them, before the import."""
-    alias = "__import_" + name.replace(".", "_dot_")
-    stale = False
-    for module_name, module in list(sys.modules.items()):
-        if module is None or not module_name.startswith(("torch._dynamo", "torch.export")):
-            continue
-        namespace = vars(module)
-        known = namespace.get(alias)
-        if isinstance(known, ModuleType) and getattr(known, "__file__", None) != str(path):
-            del namespace[alias]
-            stale = True
-    if stale:
-        convert = sys.modules.get("torch._dynamo.symbolic_convert")
-        clear = getattr(getattr(convert, "_import_module", None), "cache_clear", None)
-        if clear is not None:
-            clear()
-        dynamo = sys.modules.get("torch._dynamo")
-        reset = getattr(dynamo, "reset", None)
-        if reset is not None:
-            reset()
-
-
 def _import(path: Path, workspace: Path, sources: Sources) -> ModuleType:
     name = _module_name(path, workspace)
-    _forget_another_files_module(name, path)
     spec = importlib.util.spec_from_file_location(
         name, path, loader=_NotebookLoader() if is_notebook(path) else None)
     if spec is None or spec.loader is None:
